@@ -1,0 +1,129 @@
+"""The Environment base class: ``reset``/``step``/``state``/``close``, sync or async."""
+
+from __future__ import annotations
+
+import inspect
+from functools import cached_property
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
+
+from pydantic import TypeAdapter
+
+from ..core import Action, EnvMetadata, Observation, State
+
+__all__ = ["Environment", "EnvSpecInfo"]
+
+ActT = TypeVar("ActT", bound=Action)
+ObsT = TypeVar("ObsT", bound=Observation)
+StateT = TypeVar("StateT", bound=State)
+
+
+class Environment(Generic[ActT, ObsT, StateT]):
+    """One episode-holding environment instance; the server builds one per session.
+
+    Subclasses set ``action_type``/``observation_type``/``state_type`` and implement
+    ``reset``, ``step`` and ``state``. Any of ``reset``, ``step``, ``close`` may be
+    ``async def``. Sync methods run on the server's event loop, so they must be quick;
+    an env whose sync methods block (subprocesses, sleeps, heavy compute) sets
+    ``blocking = True`` and the server runs them in worker threads instead.
+
+    Example:
+        >>> from openenv_train.envs.counter import CounterEnvironment, CounterAction
+        >>> env = CounterEnvironment()
+        >>> env.reset(seed=0).value
+        0
+        >>> env.step(CounterAction(delta=3)).value
+        3
+        >>> env.state.step_count
+        1
+    """
+
+    action_type: ClassVar[Any] = Action
+    observation_type: ClassVar[Any] = Observation
+    state_type: ClassVar[type[State]] = State
+    #: Catalog name reported by ``/metadata``; defaults to the class name.
+    name: ClassVar[str | None] = None
+    version: ClassVar[str] = "0.1.0"
+    author: ClassVar[str | None] = None
+    documentation_url: ClassVar[str | None] = None
+    readme: ClassVar[str | None] = None
+    #: Run sync methods in worker threads because they block.
+    blocking: ClassVar[bool] = False
+
+    def reset(self, *, seed: int | None = None, episode_id: str | None = None, **options: Any) -> ObsT:
+        """Start a new episode and return its first observation."""
+        raise NotImplementedError(f"{type(self).__name__} must implement reset()")
+
+    def step(self, action: ActT) -> ObsT:
+        """Apply one action and return the next observation."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step()")
+
+    @property
+    def state(self) -> StateT:
+        """The current episode state (``episode_id``, ``step_count``, env extras)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement the state property")
+
+    def close(self) -> None:
+        """Release what the instance holds; called once when its session ends."""
+
+    @classmethod
+    def metadata_info(cls) -> EnvMetadata:
+        """What ``GET /metadata`` serves for this class."""
+        doc = inspect.getdoc(cls) or ""
+        return EnvMetadata(
+            name=cls.name or cls.__name__,
+            description=doc.split("\n\n", 1)[0].replace("\n", " "),
+            readme_content=cls.readme,
+            version=cls.version,
+            author=cls.author,
+            documentation_url=cls.documentation_url,
+        )
+
+    @classmethod
+    def spec_info(cls) -> EnvSpecInfo:
+        """Validation and schema helpers derived once per class."""
+        info = cls.__dict__.get("_spec_info")
+        if info is None:
+            info = EnvSpecInfo(cls)
+            cls._spec_info = info  # type: ignore[attr-defined]
+        return info
+
+
+class EnvSpecInfo:
+    """Per-class facts the server needs on every request, computed once."""
+
+    def __init__(self, env_cls: type[Environment[Any, Any, Any]]) -> None:
+        self.env_cls = env_cls
+        self.action_adapter: TypeAdapter[Any] = TypeAdapter(env_cls.action_type)
+        params = inspect.signature(env_cls.reset).parameters
+        self.reset_accepts_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        self.reset_params = frozenset(
+            name for name, p in params.items() if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
+
+    @cached_property
+    def action_name(self) -> str:
+        action_type = self.env_cls.action_type
+        while get_origin(action_type) is Annotated:
+            action_type = get_args(action_type)[0]
+        if get_origin(action_type) in (Union, UnionType):
+            return " | ".join(getattr(a, "__name__", str(a)) for a in get_args(action_type))
+        return getattr(action_type, "__name__", None) or str(action_type)
+
+    @cached_property
+    def action_fields(self) -> list[str]:
+        schema = self.action_adapter.json_schema()
+        names: list[str] = list(schema.get("properties", {}))
+        for variant in schema.get("oneOf", schema.get("anyOf", [])):
+            ref = variant.get("$ref", "").rsplit("/", 1)[-1]
+            names += [n for n in schema.get("$defs", {}).get(ref, {}).get("properties", {}) if n not in names]
+        return names
+
+    def schema(self) -> dict[str, Any]:
+        """The ``/schema`` document: JSON schemas of action, observation and state."""
+        env_cls = self.env_cls
+        return {
+            "action": self.action_adapter.json_schema(),
+            "observation": TypeAdapter(env_cls.observation_type).json_schema(),
+            "state": TypeAdapter(env_cls.state_type).json_schema(),
+        }

@@ -1,0 +1,202 @@
+"""The HTTP side of the env server: routes, their JSON answers and the OpenAPI document.
+
+Routes take ``(method, path, body)`` and return ``(status, json_payload)`` or an
+awaitable of it; the connection code in ``_server`` does the I/O.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable
+from typing import Any
+
+from ..core import ProtocolError, dumps, jsonrpc_error, observation_to_wire, JsonRpcCode
+from ._mcp_rpc import McpRpc
+from ._session import Session, SessionRegistry
+
+__all__ = ["HttpRoutes", "Response"]
+
+Response = tuple[int, Any]
+
+_ROUTES: dict[str, tuple[str, ...]] = {
+    "/health": ("GET",),
+    "/metadata": ("GET",),
+    "/schema": ("GET",),
+    "/openapi.json": ("GET",),
+    "/reset": ("POST",),
+    "/step": ("POST",),
+    "/state": ("GET",),
+    "/mcp": ("POST",),
+    "/ws": ("GET",),
+}
+
+
+def _detail(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": loc, "msg": msg, "type": kind}
+
+
+class HttpRoutes:
+    """Answers every HTTP route of the protocol for one registry."""
+
+    def __init__(self, registry: SessionRegistry, mcp: McpRpc, *, version: str) -> None:
+        self.registry = registry
+        self.mcp = mcp
+        self.version = version
+        env_cls = registry.info.env_cls
+        self._metadata = env_cls.metadata_info().model_dump()
+        self._schema = registry.info.schema()
+        self._openapi = dumps(_openapi(self._metadata, self._schema, version))
+
+    def handle(self, method: str, path: str, body: bytes) -> Response | Awaitable[Response]:
+        """Route one request."""
+        path = path.split("?", 1)[0].rstrip("/") or "/"
+        allowed = _ROUTES.get(path)
+        if allowed is None:
+            return 404, {"detail": "Not Found"}
+        if method not in allowed and not (method == "HEAD" and "GET" in allowed):
+            return 405, {"detail": "Method Not Allowed"}
+        if path == "/health":
+            return 200, {"status": "healthy"}
+        if path == "/metadata":
+            return 200, self._metadata
+        if path == "/schema":
+            return 200, self._schema
+        if path == "/openapi.json":
+            return 200, RawJson(self._openapi)
+        if path == "/ws":
+            return 426, {"detail": "/ws is a WebSocket endpoint; connect with a WebSocket client (Upgrade: websocket)"}
+        if path == "/mcp":
+            return self._mcp(body)
+        if path == "/state":
+            return self._stateless("state", {})
+        parsed = _json_object(body)
+        if isinstance(parsed, tuple):
+            return parsed
+        return self._stateless(path[1:], parsed)
+
+    def _mcp(self, body: bytes) -> Response | Awaitable[Response]:
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return 200, jsonrpc_error(None, JsonRpcCode.PARSE_ERROR, "Parse error: the body is not valid JSON")
+        reply = self.mcp(request, None)
+        if inspect.isawaitable(reply):
+            return _wrap_200(reply)
+        return 200, reply
+
+    async def _stateless(self, what: str, body: dict[str, Any]) -> Response:
+        """/reset, /step, /state on a fresh env that is closed afterwards (as OpenEnv does)."""
+        try:
+            env = self.registry.build_env()
+        except ProtocolError as exc:
+            return 500, {"detail": exc.message}
+        session = Session("http", env, self.registry.info, "http", self.registry.executor)
+        try:
+            if what == "state":
+                reply = session.call("state", lambda: env.state, (), {}, Session.state_frame)
+            elif what == "reset":
+                reply = session.call("reset", env.reset, (), session.check_reset(body), Session.observation_frame)
+            else:
+                action, timeout_s = _step_body(body)
+                parsed = session.parse_action(action)
+                reply = session.call("step", env.step, (parsed,), {}, Session.observation_frame)
+                if inspect.isawaitable(reply) and timeout_s is not None:
+                    reply = _with_timeout(reply, timeout_s)
+            frame = (await reply) if inspect.isawaitable(reply) else reply
+        except ProtocolError as exc:
+            if exc.code.value == "VALIDATION_ERROR":
+                return 422, {"detail": exc.details.get("errors") or [_detail(["body"], exc.message, "value_error")]}
+            return 500, {"detail": exc.message}
+        finally:
+            await self.registry.close(session)
+        return 200, RawJson(_unwrap(frame))
+
+
+class RawJson(str):
+    """A payload that is already JSON text."""
+
+
+def _unwrap(frame: str) -> str:
+    # The WS frame is {"type":...,"data":X}; HTTP answers X itself.
+    return dumps(json.loads(frame)["data"])
+
+
+async def _wrap_200(reply: Awaitable[Any]) -> Response:
+    return 200, await reply
+
+
+async def _with_timeout(reply: Awaitable[str], timeout_s: float) -> str:
+    import asyncio
+
+    from ..core import ErrorCode
+
+    try:
+        return await asyncio.wait_for(reply, timeout_s)
+    except asyncio.TimeoutError:
+        raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"step did not finish within timeout_s={timeout_s}") from None
+
+
+def _json_object(body: bytes) -> dict[str, Any] | Response:
+    if not body.strip():
+        return {}
+    try:
+        obj = json.loads(body)
+    except ValueError as exc:
+        return 422, {"detail": [_detail(["body"], f"JSON decode error: {exc}", "json_invalid")]}
+    if not isinstance(obj, dict):
+        return 422, {"detail": [_detail(["body"], "Input should be a valid dictionary", "dict_type")]}
+    return obj
+
+
+def _step_body(body: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    from ..core import ErrorCode
+
+    errors = []
+    action = body.get("action")
+    if not isinstance(action, dict):
+        errors.append(_detail(["body", "action"], "Field required (an object of action fields)", "missing"))
+    extra = set(body) - {"action", "timeout_s", "request_id"}
+    errors += [_detail(["body", key], "Extra inputs are not permitted", "extra_forbidden") for key in sorted(extra)]
+    timeout_s = body.get("timeout_s")
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
+        errors.append(_detail(["body", "timeout_s"], "Input should be a positive number", "float_type"))
+    if errors:
+        raise ProtocolError(ErrorCode.VALIDATION_ERROR, "invalid /step body", errors=errors)
+    return action, timeout_s  # type: ignore[return-value]
+
+
+def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> dict[str, Any]:
+    def op(summary: str, request: dict[str, Any] | None = None, response: dict[str, Any] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "summary": summary,
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": response or {}}}}},
+        }
+        if request is not None:
+            body["requestBody"] = {"content": {"application/json": {"schema": request}}, "required": False}
+            body["responses"]["422"] = {"description": "Validation Error"}
+        return body
+
+    obs = {
+        "type": "object",
+        "properties": {"observation": {"type": "object"}, "reward": {"type": ["number", "null"]},
+                       "done": {"type": "boolean"}, "metadata": {"type": "object"}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": metadata["name"], "description": metadata["description"], "version": version},
+        "paths": {
+            "/health": {"get": op("Health check", response={"type": "object"})},
+            "/metadata": {"get": op("Environment metadata", response={"type": "object"})},
+            "/schema": {"get": op("JSON schemas of action, observation and state", response={"type": "object"})},
+            "/reset": {"post": op("Reset a fresh environment (stateless)", {"type": "object"}, obs)},
+            "/step": {"post": op("Step a fresh environment (stateless)", {
+                "type": "object", "required": ["action"],
+                "properties": {"action": schema["action"], "timeout_s": {"type": "number"},
+                               "request_id": {"type": "string"}},
+            }, obs)},
+            "/state": {"get": op("State of a fresh environment (stateless)", response=schema["state"])},
+            "/mcp": {"post": op("MCP JSON-RPC 2.0", {"type": "object"}, {"type": "object"})},
+            "/ws": {"get": op("WebSocket session (upgrade); see the OpenEnv protocol")},
+        },
+    }

@@ -1,0 +1,513 @@
+"""The env server: HTTP/1.1 and WebSocket on one port (or Unix socket), one asyncio protocol per connection.
+
+Each connection is an ``asyncio.Protocol`` (no task per connection), so an idle
+session costs a few KiB: HTTP is parsed with h11 until ``/ws`` upgrades, then
+frames are parsed by the sans-I/O ``websockets`` protocol and answered in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import errno
+import hashlib
+import inspect
+import logging
+import os
+import struct
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+from websockets.exceptions import PayloadTooBig
+from websockets.frames import Close, Opcode
+from websockets.protocol import State as WsState
+from websockets.server import ServerProtocol
+
+from ..core import ErrorCode, ProtocolError, ServerStartError, decode_client_message, dumps, encode_error
+from ._environment import Environment
+from ._http import HttpRoutes, RawJson
+from ._mcp_rpc import McpRpc
+from ._session import CLOSE, Session, SessionRegistry
+
+__all__ = ["EnvServer", "ServerConfig"]
+
+log = logging.getLogger("openenv_train.server")
+
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_MAX_BACKLOG = 64
+
+
+@dataclass
+class ServerConfig:
+    """Options of an :class:`EnvServer`."""
+
+    host: str = "127.0.0.1"
+    """Interface to bind; loopback by default."""
+    port: int = 8000
+    """TCP port; 0 picks a free one (read it back from ``EnvServer.port``)."""
+    uds: str | None = None
+    """Listen on this Unix socket path instead of TCP."""
+    max_sessions: int | None = 1024
+    """Most concurrent sessions (WebSocket and HTTP-MCP); None for no cap."""
+    idle_timeout_s: float | None = 600.0
+    """Close sessions with no request for this long; None never reaps."""
+    max_message_size: int = 16 * 2**20
+    """Largest WebSocket message (bytes) accepted; larger ones end the session with a clear error."""
+    max_http_body: int = 16 * 2**20
+    """Largest HTTP request body accepted."""
+    blocking_workers: int = 32
+    """Threads for envs that declare ``blocking = True``."""
+    shutdown_grace_s: float = 5.0
+    """How long a shutdown waits for requests in flight."""
+
+    def __post_init__(self) -> None:
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be >= 1 or None, got {self.max_sessions}")
+        if self.max_message_size < 1024:
+            raise ValueError(f"max_message_size must be at least 1024 bytes, got {self.max_message_size}")
+        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
+            raise ValueError(f"idle_timeout_s must be > 0 or None, got {self.idle_timeout_s}")
+
+
+def _text_frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    n = len(payload)
+    if n < 126:
+        return bytes((0x80 | opcode, n)) + payload
+    if n < 65536:
+        return struct.pack("!BBH", 0x80 | opcode, 126, n) + payload
+    return struct.pack("!BBQ", 0x80 | opcode, 127, n) + payload
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP requests until it upgrades to a WebSocket session."""
+
+    __slots__ = ("server", "transport", "http", "request", "http_busy", "ws", "session", "backlog", "fragments",
+                 "closing")
+
+    def __init__(self, server: EnvServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.http: h11.Connection | None = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        self.request: Any = None
+        self.http_busy = False
+        self.ws: ServerProtocol | None = None
+        self.session: Session | None = None
+        self.backlog: deque[str | bytes] | None = None
+        self.fragments: list[bytes] | None = None
+        self.closing = False
+
+    # -- transport callbacks ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        self.closing = True
+        if self.session is not None:
+            session, self.session = self.session, None
+            self.server.spawn(self.server.registry.close(session))
+
+    def data_received(self, data: bytes) -> None:
+        if self.ws is not None:
+            self._ws_data(data)
+        elif self.http is not None:
+            self.http.receive_data(data)
+            self._http_events()
+
+    def eof_received(self) -> bool | None:
+        if self.http is not None and self.ws is None:
+            self.http.receive_data(b"")
+            self._http_events()
+        return None
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def _http_events(self) -> None:
+        conn = self.http
+        assert conn is not None and self.transport is not None
+        while not self.http_busy and conn is self.http:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as exc:
+                self._http_fail(exc.error_status_hint, f"bad HTTP request: {exc}")
+                return
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            kind = type(event)
+            if kind is h11.Request:
+                headers = {k.lower(): v for k, v in event.headers}
+                target = event.target.decode("latin-1")
+                upgrade = headers.get(b"upgrade", b"").lower() == b"websocket"
+                if upgrade and target.split("?")[0].rstrip("/") == "/ws":
+                    self.request = ("UPGRADE", target, headers)
+                else:
+                    self.request = (event.method.decode("ascii"), target, bytearray())
+            elif kind is h11.Data:
+                body = self.request[2]
+                body += event.data
+                if len(body) > self.server.config.max_http_body:
+                    self._http_fail(413, f"request body exceeds {self.server.config.max_http_body} bytes")
+                    return
+            elif kind is h11.EndOfMessage:
+                method, target, extra = self.request
+                self.request = None
+                if method == "UPGRADE":
+                    self._upgrade(extra)
+                    return
+                self._http_route(method, target, bytes(extra))
+            elif kind is h11.ConnectionClosed:
+                self.transport.close()
+                return
+
+    def _http_route(self, method: str, target: str, body: bytes) -> None:
+        try:
+            response = self.server.routes.handle(method, target, body)
+        except Exception as exc:  # a bug of ours must not kill the connection silently
+            log.exception("HTTP handler failed")
+            response = (500, {"detail": f"internal error: {type(exc).__name__}: {exc}"})
+        if inspect.isawaitable(response):
+            self.http_busy = True
+            self.transport.pause_reading()  # type: ignore[union-attr]
+            self.server.spawn(self._http_finish(response, method == "HEAD"))
+        else:
+            self._http_send(*response, head=method == "HEAD")
+
+    async def _http_finish(self, awaitable: Any, head: bool) -> None:
+        try:
+            status, payload = await awaitable
+        except Exception as exc:
+            log.exception("HTTP handler failed")
+            status, payload = 500, {"detail": f"internal error: {type(exc).__name__}: {exc}"}
+        self.http_busy = False
+        if self.closing:
+            return
+        self._http_send(status, payload, head=head)
+        with contextlib.suppress(Exception):
+            self.transport.resume_reading()  # type: ignore[union-attr]
+        if self.http is not None:
+            self._http_events()
+
+    def _http_send(self, status: int, payload: Any, *, head: bool = False, close: bool = False) -> None:
+        conn = self.http
+        transport = self.transport
+        if conn is None or transport is None or self.closing:
+            return
+        body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        if close:
+            headers.append(("connection", "close"))
+        try:
+            data = conn.send(h11.Response(status_code=status, headers=headers))
+            if not head:
+                data += conn.send(h11.Data(data=body))
+            data += conn.send(h11.EndOfMessage())
+        except h11.LocalProtocolError:
+            transport.close()
+            return
+        transport.write(data)
+        if conn.our_state is h11.MUST_CLOSE or close:
+            transport.close()
+            self.http = None
+            return
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            transport.close()
+            self.http = None
+
+    def _http_fail(self, status: int, message: str) -> None:
+        conn = self.http
+        transport = self.transport
+        assert transport is not None
+        if conn is not None and conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self._http_send(status, {"detail": message}, close=True)
+        transport.close()
+        self.http = None
+
+    # -- WebSocket ---------------------------------------------------------------------------------
+    def _upgrade(self, headers: dict[bytes, bytes]) -> None:
+        conn, transport = self.http, self.transport
+        assert conn is not None and transport is not None
+        key = headers.get(b"sec-websocket-key", b"")
+        if headers.get(b"sec-websocket-version") != b"13" or len(base64.b64decode(key + b"===", validate=False)) != 16:
+            self._http_fail(400, "invalid WebSocket handshake: need Sec-WebSocket-Version 13 and a 16-byte key")
+            return
+        trailing = conn.trailing_data[0]
+        self.http = None
+        accept = base64.b64encode(hashlib.sha1(key + _WS_GUID).digest())
+        transport.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+        )
+        self.ws = ServerProtocol(state=WsState.OPEN, max_size=self.server.config.max_message_size)
+        try:
+            self.session = self.server.registry.create("ws")
+        except ProtocolError as exc:
+            self._ws_fail(exc, 1013 if exc.code is ErrorCode.CAPACITY_REACHED else 1011)
+            return
+        if trailing:
+            self._ws_data(bytes(trailing))
+
+    def _ws_data(self, data: bytes) -> None:
+        ws = self.ws
+        assert ws is not None
+        ws.receive_data(data)
+        events = ws.events_received()
+        if isinstance(ws.parser_exc, PayloadTooBig):
+            # Tell the client in a frame it can read, before websockets' close frame.
+            self._send(encode_error(ProtocolError(
+                ErrorCode.SESSION_ERROR,
+                f"message too big: {ws.parser_exc}; the server's max_message_size is "
+                f"{self.server.config.max_message_size} bytes (serve with a larger --max-message-size)",
+            )))
+        for frame in events:
+            opcode = frame.opcode
+            if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
+                if frame.fin:
+                    self._message(frame.data.decode() if opcode is Opcode.TEXT else bytes(frame.data), opcode)
+                else:
+                    self.fragments = [opcode.value.to_bytes(1, "big"), bytes(frame.data)]
+            elif opcode is Opcode.CONT and self.fragments is not None:
+                self.fragments.append(bytes(frame.data))
+                if frame.fin:
+                    kind, *parts = self.fragments
+                    self.fragments = None
+                    payload = b"".join(parts)
+                    if kind == b"\x01":
+                        self._message(payload.decode(), Opcode.TEXT)
+                    else:
+                        self._message(payload, Opcode.BINARY)
+            if self.closing:
+                break
+        self._flush()
+
+    def _message(self, payload: str | bytes, opcode: Opcode) -> None:
+        if self.closing or self.session is None:
+            return
+        if self.session.busy:
+            if self.backlog is None:
+                self.backlog = deque()
+            self.backlog.append(payload)
+            if len(self.backlog) >= _MAX_BACKLOG:
+                self.transport.pause_reading()  # type: ignore[union-attr]
+            return
+        self._process(payload)
+
+    def _process(self, payload: str | bytes) -> None:
+        session = self.session
+        if session is None:
+            return
+        try:
+            reply = session.handle(decode_client_message(payload), self.server.mcp)
+        except ProtocolError as exc:
+            self._reply_error(exc)
+            return
+        except Exception as exc:
+            log.exception("session %s: unexpected failure", session.id)
+            self._reply_error(ProtocolError(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}"))
+            return
+        if reply is CLOSE:
+            self._ws_close(1000, "")
+        elif isinstance(reply, str):
+            self._send(reply)
+        else:
+            session.busy = True
+            self.server.spawn(self._finish(session, reply))
+
+    async def _finish(self, session: Session, reply: Any) -> None:
+        try:
+            frame = await reply
+        except ProtocolError as exc:
+            frame = exc
+        except Exception as exc:
+            log.exception("session %s: unexpected failure", session.id)
+            frame = ProtocolError(ErrorCode.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}")
+        session.busy = False
+        session.touch()
+        if self.closing:
+            return
+        if isinstance(frame, ProtocolError):
+            self._reply_error(frame)
+        else:
+            self._send(frame)
+        backlog = self.backlog
+        while backlog and not session.busy and not self.closing:
+            self._process(backlog.popleft())
+        if backlog is not None and len(backlog) < _MAX_BACKLOG // 2 and self.transport is not None:
+            with contextlib.suppress(Exception):
+                self.transport.resume_reading()
+        self._flush()
+
+    def _reply_error(self, exc: ProtocolError) -> None:
+        if exc.code.closes_connection:
+            self._ws_fail(exc, 1008 if exc.code is ErrorCode.SESSION_ERROR else 1011)
+        else:
+            self._send(encode_error(exc))
+
+    def _send(self, text: str) -> None:
+        transport = self.transport
+        if transport is not None and not self.closing and self.ws is not None and self.ws.state is WsState.OPEN:
+            transport.write(_text_frame(text.encode()))
+
+    def _ws_fail(self, exc: ProtocolError, code: int) -> None:
+        self._send(encode_error(exc))
+        self._ws_close(code, exc.code.value)
+
+    def _ws_close(self, code: int, reason: str) -> None:
+        ws, transport = self.ws, self.transport
+        if ws is None or transport is None or self.closing:
+            return
+        if ws.state is WsState.OPEN:
+            ws.send_close(code, reason[:120])
+        self._flush()
+        self.closing = True
+        transport.close()
+
+    def _flush(self) -> None:
+        ws, transport = self.ws, self.transport
+        if ws is None or transport is None:
+            return
+        for chunk in ws.data_to_send():
+            if chunk:
+                transport.write(chunk)
+        if ws.state is WsState.CLOSED or ws.close_expected():
+            self.closing = True
+            transport.close()
+
+    def shut(self, code: int, reason: str) -> None:
+        """Close the connection: a WebSocket close frame, or the HTTP socket."""
+        if self.ws is not None:
+            self._ws_close(code, reason)
+        elif self.transport is not None:
+            self.transport.close()
+
+
+class EnvServer:
+    """Serves one Environment class over ``/ws`` and the HTTP routes of the protocol.
+
+    Example:
+        >>> import asyncio
+        >>> from openenv_train.envs.echo import EchoEnvironment
+        >>> async def main():
+        ...     async with EnvServer(EchoEnvironment, ServerConfig(port=0)) as server:
+        ...         return server.url.startswith("http://127.0.0.1:")
+        >>> asyncio.run(main())
+        True
+    """
+
+    def __init__(self, env: type[Environment[Any, Any, Any]], config: ServerConfig | None = None, *,
+                 factory: Callable[[], Environment[Any, Any, Any]] | None = None) -> None:
+        self.env_cls = env
+        self.config = config or ServerConfig()
+        self.executor = ThreadPoolExecutor(self.config.blocking_workers, thread_name_prefix="env") if env.blocking else None
+        factory_name = f"{env.__module__}:{env.__qualname__}"
+        self.registry = SessionRegistry(
+            factory or env, env.spec_info(), max_sessions=self.config.max_sessions,
+            executor=self.executor, factory_name=factory_name,
+        )
+        self.mcp = McpRpc(self.registry)
+        from .. import __version__
+
+        self.routes = HttpRoutes(self.registry, self.mcp, version=__version__)
+        self.connections: set[_Connection] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of a started TCP server."""
+        if self.config.uds:
+            return f"unix://{self.config.uds}"
+        return f"http://{self.config.host}:{self.port}"
+
+    def spawn(self, coro: Any) -> None:
+        """Run a coroutine in the background, keeping a reference until it ends."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def start(self) -> None:
+        """Bind and start accepting connections.
+
+        Raises:
+            ServerStartError: the port is in use or the address cannot be bound.
+        """
+        loop = asyncio.get_running_loop()
+        config = self.config
+        try:
+            if config.uds:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(config.uds)
+                self._server = await loop.create_unix_server(lambda: _Connection(self), config.uds, backlog=4096)
+            else:
+                self._server = await loop.create_server(
+                    lambda: _Connection(self), config.host, config.port, backlog=4096, reuse_address=True
+                )
+                self.port = self._server.sockets[0].getsockname()[1]
+        except OSError as exc:
+            where = config.uds or f"{config.host}:{config.port}"
+            if exc.errno == errno.EADDRINUSE:
+                raise ServerStartError(
+                    f"{where} is already in use; stop the other process or pick another port (--port 0 picks a free one)"
+                ) from None
+            raise ServerStartError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        if config.idle_timeout_s is not None:
+            self._reaper = loop.create_task(self._reap(config.idle_timeout_s))
+
+    async def _reap(self, idle_timeout_s: float) -> None:
+        interval = max(0.05, min(idle_timeout_s / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            idle = {s.id: s for s in self.registry.idle(idle_timeout_s)}
+            if not idle:
+                continue
+            for conn in list(self.connections):
+                if conn.session is not None and conn.session.id in idle:
+                    conn._ws_fail(ProtocolError(
+                        ErrorCode.SESSION_ERROR,
+                        f"session idle for more than {idle_timeout_s:g}s was closed by the server; "
+                        "reconnect to start a new session (serve with a larger --idle-timeout to keep sessions longer)",
+                    ), 1001)
+            for session in idle.values():
+                self.registry.reaped += 1
+                await self.registry.close(session)
+
+    async def stop(self) -> None:
+        """Stop accepting, let requests in flight finish (up to the grace period), close every env."""
+        if self._server is None:
+            return
+        self._server.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
+        busy = [t for t in self._tasks if not t.done()]
+        if busy:
+            await asyncio.wait(busy, timeout=self.config.shutdown_grace_s)
+        for conn in list(self.connections):
+            conn.shut(1001, "server shutting down")
+        for session in list(self.registry.sessions.values()):
+            if session is not None:
+                await self.registry.close(session)
+        await asyncio.sleep(0)
+        remaining = [t for t in self._tasks if not t.done()]
+        if remaining:
+            await asyncio.wait(remaining, timeout=self.config.shutdown_grace_s)
+        self._server = None
+        if self.config.uds:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.config.uds)
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
+    async def __aenter__(self) -> EnvServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

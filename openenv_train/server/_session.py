@@ -1,0 +1,283 @@
+"""Sessions: one Environment instance each, the registry that caps and reaps them,
+and the dispatch of decoded ``/ws`` messages to the instance."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ..core import (
+    ClientMessage,
+    ErrorCode,
+    Observation,
+    ProtocolError,
+    State,
+    encode_server_message,
+    observation_to_wire,
+    validation_errors,
+)
+from ._environment import Environment, EnvSpecInfo
+
+__all__ = ["CLOSE", "Reply", "Session", "SessionRegistry"]
+
+log = logging.getLogger("openenv_train.server")
+
+#: Reply meaning "end this session" (the ``close`` message).
+CLOSE: Final = object()
+#: What handling one message yields: a frame to send, an awaitable of one, or CLOSE.
+Reply = Any
+
+
+def execution_error(what: str, exc: BaseException) -> ProtocolError:
+    """EXECUTION_ERROR for an exception the env raised (message = the exception text)."""
+    text = str(exc) or type(exc).__name__
+    return ProtocolError(ErrorCode.EXECUTION_ERROR, text, exception=type(exc).__name__, during=what)
+
+
+class Session:
+    """One Environment instance and what the server tracks about it."""
+
+    __slots__ = ("id", "env", "info", "last_active", "busy", "closed", "kind", "_executor")
+
+    def __init__(self, session_id: str, env: Environment[Any, Any, Any], info: EnvSpecInfo, kind: str,
+                 executor: Executor | None) -> None:
+        self.id = session_id
+        self.env = env
+        self.info = info
+        self.kind = kind
+        self.last_active = time.monotonic()
+        self.busy = False
+        self.closed = False
+        self._executor = executor
+
+    def touch(self) -> None:
+        """Mark the session active now (idle reaping counts from here)."""
+        self.last_active = time.monotonic()
+
+    def handle(self, msg: ClientMessage, mcp: Callable[[Any, Session | None], Any]) -> Reply:
+        """Run one message on the env; raises ProtocolError for anything the client got wrong."""
+        self.last_active = time.monotonic()
+        kind = msg.type
+        if kind == "step":
+            return self.call("step", self.env.step, (self.parse_action(msg.data),), {}, self.observation_frame)
+        if kind == "reset":
+            return self.call("reset", self.env.reset, (), self.check_reset(msg.data), self.observation_frame)
+        if kind == "state":
+            return self.call("state", _read_state, (self.env,), {}, self.state_frame)
+        if kind == "mcp":
+            reply = mcp(msg.data, self)
+            if inspect.isawaitable(reply):
+                return _then(reply, _mcp_frame)
+            return _mcp_frame(reply)
+        return CLOSE
+
+    def parse_action(self, data: dict[str, Any]) -> Any:
+        """Validate action fields against the env's action type."""
+        try:
+            return self.info.action_adapter.validate_python(data)
+        except ValidationError as exc:
+            errors = validation_errors(exc)
+            fields = ", ".join(".".join(map(str, e["loc"])) or "<action>" for e in errors)
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR,
+                f"invalid action for {self.info.env_cls.__name__}: problem with {fields}; "
+                f"a {self.info.action_name} has fields {', '.join(self.info.action_fields)}",
+                errors=errors,
+            ) from None
+
+    def check_reset(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Check reset keyword arguments against the env's ``reset`` signature."""
+        errors = []
+        seed = data.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            errors.append({"loc": ["seed"], "msg": "Input should be a valid integer", "type": "int_type"})
+        episode_id = data.get("episode_id")
+        if episode_id is not None and not isinstance(episode_id, str):
+            errors.append({"loc": ["episode_id"], "msg": "Input should be a valid string", "type": "string_type"})
+        if not self.info.reset_accepts_any:
+            for key in data:
+                if key not in self.info.reset_params:
+                    errors.append({"loc": [key], "msg": "Unexpected keyword argument", "type": "unexpected_keyword"})
+        if errors:
+            names = ", ".join(str(e["loc"][0]) for e in errors)
+            accepted = ", ".join(sorted(self.info.reset_params)) or "none"
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR,
+                f"invalid reset options for {self.info.env_cls.__name__}: {names}; accepted options: {accepted}",
+                errors=errors,
+            )
+        return data
+
+    def call(self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+             encode: Callable[[Any], str]) -> Reply:
+        """Call an env method: inline when quick, awaited when async, in a thread when blocking."""
+        if self._executor is not None:
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(self._executor, lambda: _resolve_sync(fn(*args, **kwargs)))
+            return _guard(what, future, encode)
+        try:
+            result = fn(*args, **kwargs)
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            raise execution_error(what, exc) from exc
+        if inspect.isawaitable(result):
+            return _guard(what, result, encode)
+        return encode(result)
+
+    @staticmethod
+    def observation_frame(obs: Any) -> str:
+        if not isinstance(obs, Observation):
+            raise ProtocolError(
+                ErrorCode.EXECUTION_ERROR,
+                f"the env returned {type(obs).__name__}, expected an Observation instance",
+            )
+        return _encode("observation", observation_to_wire(obs))
+
+    @staticmethod
+    def state_frame(state: Any) -> str:
+        if isinstance(state, State):
+            data = state.model_dump(mode="json")
+        elif isinstance(state, dict):
+            data = state
+        else:
+            raise ProtocolError(
+                ErrorCode.EXECUTION_ERROR, f"the env's state is {type(state).__name__}, expected a State instance"
+            )
+        return _encode("state", data)
+
+
+def _read_state(env: Environment[Any, Any, Any]) -> Any:
+    return env.state
+
+
+def _resolve_sync(result: Any) -> Any:
+    if inspect.isawaitable(result):
+        raise TypeError("a blocking env's methods must be plain functions, not coroutines")
+    return result
+
+
+def _encode(kind: str, data: dict[str, Any]) -> str:
+    try:
+        return encode_server_message(kind, data)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(
+            ErrorCode.EXECUTION_ERROR, f"the env's {kind} is not JSON-serialisable: {exc}"
+        ) from None
+
+
+def _mcp_frame(response: dict[str, Any]) -> str:
+    return _encode("mcp", response)
+
+
+async def _then(awaitable: Awaitable[Any], encode: Callable[[Any], str]) -> str:
+    return encode(await awaitable)
+
+
+async def _guard(what: str, awaitable: Awaitable[Any], encode: Callable[[Any], str]) -> str:
+    try:
+        result = await awaitable
+    except ProtocolError:
+        raise
+    except Exception as exc:
+        raise execution_error(what, exc) from exc
+    return encode(result)
+
+
+class SessionRegistry:
+    """Creates, caps, reaps and closes sessions of one env class."""
+
+    def __init__(self, env_factory: Callable[[], Environment[Any, Any, Any]], info: EnvSpecInfo, *,
+                 max_sessions: int | None, executor: Executor | None, factory_name: str) -> None:
+        self.env_factory = env_factory
+        self.info = info
+        self.max_sessions = max_sessions
+        self.executor = executor
+        self.factory_name = factory_name
+        self.sessions: dict[str, Session] = {}
+        self.created = 0
+        self.reaped = 0
+
+    @property
+    def active(self) -> int:
+        return len(self.sessions)
+
+    def reserve(self) -> str:
+        """Claim a slot (raising CAPACITY_REACHED when none is left) and return a session id."""
+        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            raise ProtocolError(
+                ErrorCode.CAPACITY_REACHED,
+                f"server holds its maximum of {self.max_sessions} sessions; close a session or start "
+                "the server with a larger --max-sessions",
+                active_sessions=len(self.sessions),
+                max_sessions=self.max_sessions,
+            )
+        return uuid.uuid4().hex
+
+    def build_env(self) -> Environment[Any, Any, Any]:
+        """Build an env instance, turning any failure into FACTORY_ERROR."""
+        try:
+            return self.env_factory()
+        except Exception as exc:
+            raise ProtocolError(
+                ErrorCode.FACTORY_ERROR,
+                f"could not build {self.factory_name}: {type(exc).__name__}: {exc}",
+                factory_name=self.factory_name,
+            ) from exc
+
+    def create(self, kind: str) -> Session:
+        """Build and register a session synchronously (quick env constructors)."""
+        session_id = self.reserve()
+        return self.add(session_id, self.build_env(), kind)
+
+    async def create_async(self, kind: str) -> Session:
+        """Build and register a session, constructing blocking envs in a worker thread."""
+        session_id = self.reserve()
+        if self.executor is None:
+            return self.add(session_id, self.build_env(), kind)
+        # Hold the slot while the constructor runs so the cap cannot be overshot.
+        self.sessions[session_id] = None  # type: ignore[assignment]
+        try:
+            env = await asyncio.get_running_loop().run_in_executor(self.executor, self.build_env)
+        finally:
+            del self.sessions[session_id]
+        return self.add(session_id, env, kind)
+
+    def add(self, session_id: str, env: Environment[Any, Any, Any], kind: str) -> Session:
+        session = Session(session_id, env, self.info, kind, self.executor)
+        self.sessions[session_id] = session
+        self.created += 1
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        return self.sessions.get(session_id)
+
+    async def close(self, session: Session) -> None:
+        """Unregister a session and close its env exactly once; errors are logged, not raised."""
+        if session.closed:
+            return
+        session.closed = True
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+        try:
+            if self.executor is not None:
+                await asyncio.get_running_loop().run_in_executor(self.executor, session.env.close)
+            else:
+                result = session.env.close()
+                if inspect.isawaitable(result):
+                    await result
+        except Exception:
+            log.warning("closing env of session %s raised", session.id, exc_info=True)
+
+    def idle(self, idle_timeout_s: float) -> list[Session]:
+        """Sessions with no request for ``idle_timeout_s`` and none in flight."""
+        cutoff = time.monotonic() - idle_timeout_s
+        return [s for s in self.sessions.values() if s is not None and not s.busy and s.last_active < cutoff]
