@@ -1,0 +1,367 @@
+"""Providers start (or find) an env server and hand its endpoint to a client.
+
+- :class:`InProcessProvider`: a server on a background thread of this process (tests, notebooks).
+- :class:`LocalProcessProvider`: ``openenv-train serve`` in a subprocess (TCP or Unix socket);
+  its process group is killed on ``stop()``, and the server exits by itself if this process dies.
+- :class:`DockerProvider`: ``docker run`` of an image with a loopback port mapping.
+- :class:`RemoteProvider`: a running server by URL, or a Hugging Face Space by ``owner/name``.
+- :class:`UnixSocketProvider`: a running server behind a Unix socket path (sandboxes, containers).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from ..core import ServerStartError
+from ._endpoint import Endpoint, wait_healthy
+
+__all__ = [
+    "DockerProvider",
+    "InProcessProvider",
+    "LocalProcessProvider",
+    "Provider",
+    "RemoteProvider",
+    "UnixSocketProvider",
+    "docker_available",
+    "space_url",
+]
+
+
+class Provider(abc.ABC):
+    """Starts a server on :meth:`start` (returning its endpoint) and stops it on :meth:`stop`."""
+
+    started: bool = False
+
+    @abc.abstractmethod
+    async def start(self) -> Endpoint:
+        """Start (or locate) the server and wait until it is healthy."""
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Stop what :meth:`start` started; safe to call twice."""
+
+    async def __aenter__(self) -> Endpoint:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+# -- in-process ---------------------------------------------------------------------------------------
+class InProcessProvider(Provider):
+    """Runs an :class:`~openenv_train.server.EnvServer` on its own event loop in a daemon thread."""
+
+    def __init__(self, env: Any, *, max_sessions: int | None = None, **config: Any) -> None:
+        self.env = env
+        self.config = {"port": 0, **config}
+        if max_sessions is not None:
+            self.config["max_sessions"] = max_sessions
+        self.server: Any = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+
+    async def start(self) -> Endpoint:
+        from ..server import EnvServer, ServerConfig
+
+        env_cls = _resolve_env_class(self.env)
+        ready: concurrent.futures.Future[str] = concurrent.futures.Future()
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop_event = asyncio.Event()
+            self.server = EnvServer(env_cls, ServerConfig(**self.config))
+            try:
+                await self.server.start()
+            except BaseException as exc:
+                ready.set_exception(exc)
+                return
+            ready.set_result(self.server.url)
+            await self._stop_event.wait()
+            await self.server.stop()
+
+        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="openenv-train-server", daemon=True)
+        self._thread.start()
+        url = await asyncio.wrap_future(ready)
+        self.started = True
+        uds = self.config.get("uds")
+        return Endpoint("http://localhost" if uds else url, uds)
+
+    async def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        if self._loop is not None and self._stop_event is not None:
+            self._loop.call_soon_threadsafe(self._stop_event.set)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 30)
+
+
+def _resolve_env_class(env: Any) -> Any:
+    if isinstance(env, str):
+        from ..envs import load_env_class  # the catalog sits above the client; import it only when named
+
+        return load_env_class(env)
+    return env
+
+
+# -- local subprocess ---------------------------------------------------------------------------------
+_LIVE: weakref.WeakSet[LocalProcessProvider] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for provider in list(_LIVE):
+        provider.kill()
+
+
+class LocalProcessProvider(Provider):
+    """Runs ``python -m openenv_train.cli serve ENV`` in its own process group.
+
+    Args:
+        env: catalog name or ``package.module:ClassName``.
+        transport: ``"tcp"`` (loopback port) or ``"unix"`` (socket in a private temp directory).
+        max_sessions: the server's session cap (default: the server's).
+        startup_timeout_s: limit on the server becoming healthy.
+        extra_args: more ``serve`` options, e.g. ``["--idle-timeout", "60"]``.
+        env_vars: variables added to the server's environment.
+    """
+
+    def __init__(self, env: str, *, host: str = "127.0.0.1", port: int = 0, transport: str = "tcp",
+                 max_sessions: int | None = None, startup_timeout_s: float = 60.0,
+                 extra_args: list[str] | tuple[str, ...] = (), env_vars: dict[str, str] | None = None,
+                 python: str = sys.executable) -> None:
+        if transport not in ("tcp", "unix"):
+            raise ValueError(f"transport must be 'tcp' or 'unix', got {transport!r}")
+        self.env = env
+        self.host, self.port, self.transport = host, port, transport
+        self.max_sessions = max_sessions
+        self.startup_timeout_s = startup_timeout_s
+        self.extra_args = list(extra_args)
+        self.env_vars = env_vars or {}
+        self.python = python
+        self.process: subprocess.Popen[bytes] | None = None
+        self.workdir: Path | None = None
+
+    def command(self, workdir: Path) -> list[str]:
+        """The server's command line."""
+        cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, "--host", self.host, "--port",
+               str(self.port), "--ready-file", str(workdir / "ready"), "--parent-pid", str(os.getpid())]
+        if self.transport == "unix":
+            cmd += ["--uds", str(workdir / "env.sock")]
+        if self.max_sessions is not None:
+            cmd += ["--max-sessions", str(self.max_sessions)]
+        return cmd + self.extra_args
+
+    async def start(self) -> Endpoint:
+        self.workdir = Path(tempfile.mkdtemp(prefix="openenv-train-"))
+        log_path = self.workdir / "server.log"
+        with open(log_path, "wb") as log_file:
+            self.process = subprocess.Popen(
+                self.command(self.workdir), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, **self.env_vars},
+            )
+        _LIVE.add(self)
+        self.started = True
+        try:
+            endpoint = await self._wait_ready()
+            await wait_healthy(endpoint, timeout_s=self.startup_timeout_s, is_alive=self._alive)
+        except (TimeoutError, RuntimeError) as exc:
+            tail = self.log_tail()
+            await self.stop()
+            raise ServerStartError(f"server for {self.env!r} did not start: {exc}\n--- server output ---\n{tail}") from None
+        return endpoint
+
+    def _alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    async def _wait_ready(self) -> Endpoint:
+        assert self.workdir is not None
+        ready = self.workdir / "ready"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.startup_timeout_s
+        while not ready.exists():
+            if not self._alive():
+                raise RuntimeError(f"the server process exited with code {self.process.returncode}")  # type: ignore[union-attr]
+            if loop.time() > deadline:
+                raise TimeoutError(f"no ready signal within {self.startup_timeout_s:g}s")
+            await asyncio.sleep(0.02)
+        url = ready.read_text().strip()
+        if self.transport == "unix":
+            return Endpoint("http://localhost", str(self.workdir / "env.sock"))
+        return Endpoint(url)
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines the server printed."""
+        if self.workdir is None or not (self.workdir / "server.log").exists():
+            return ""
+        return "\n".join((self.workdir / "server.log").read_text(errors="replace").splitlines()[-lines:])
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM the server's process group, then SIGKILL it after ``grace_s``."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                await asyncio.to_thread(process.wait, grace_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.kill()
+        self.started = False
+        _LIVE.discard(self)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once (no grace)."""
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            process.wait(5)
+
+
+# -- docker -------------------------------------------------------------------------------------------
+def docker_available(docker: str = "docker", timeout_s: float = 10.0) -> str | None:
+    """None when a Docker engine answers, else the reason it does not."""
+    if shutil.which(docker) is None:
+        return f"the {docker!r} CLI is not installed"
+    try:
+        done = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"'{docker} info' did not answer within {timeout_s:g}s"
+    if done.returncode != 0:
+        return f"no Docker engine answers: {done.stderr.strip()[:300]}"
+    return None
+
+
+class DockerProvider(Provider):
+    """Runs an env image with ``docker run``, mapping its port to a free loopback port."""
+
+    def __init__(self, image: str, *, container_port: int = 8000, env_vars: dict[str, str] | None = None,
+                 startup_timeout_s: float = 120.0, docker: str = "docker", run_args: tuple[str, ...] = ()) -> None:
+        self.image = image
+        self.container_port = container_port
+        self.env_vars = env_vars or {}
+        self.startup_timeout_s = startup_timeout_s
+        self.docker = docker
+        self.run_args = list(run_args)
+        self.container_id: str | None = None
+
+    async def _docker(self, *args: str, timeout_s: float = 60.0) -> str:
+        proc = await asyncio.create_subprocess_exec(self.docker, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+        except asyncio.TimeoutError:
+            proc.kill()
+            raise ServerStartError(f"'docker {' '.join(args)}' did not finish within {timeout_s:g}s") from None
+        if proc.returncode != 0:
+            raise ServerStartError(f"'docker {' '.join(args[:2])} ...' failed: {err.decode(errors='replace').strip()}")
+        return out.decode().strip()
+
+    async def start(self) -> Endpoint:
+        reason = await asyncio.to_thread(docker_available, self.docker)
+        if reason is not None:
+            raise ServerStartError(f"cannot run {self.image!r}: {reason}; start a Docker engine or use another provider")
+        env_args = [arg for key, value in self.env_vars.items() for arg in ("-e", f"{key}={value}")]
+        self.container_id = await self._docker(
+            "run", "-d", "--rm", "-p", f"127.0.0.1::{self.container_port}", *env_args, *self.run_args, self.image
+        )
+        self.started = True
+        try:
+            mapping = await self._docker("port", self.container_id, f"{self.container_port}/tcp")
+            host_port = mapping.splitlines()[0].rsplit(":", 1)[1]
+            endpoint = Endpoint(f"http://127.0.0.1:{host_port}")
+            await wait_healthy(endpoint, timeout_s=self.startup_timeout_s)
+        except (TimeoutError, ServerStartError, IndexError) as exc:
+            logs = ""
+            with contextlib.suppress(ServerStartError):
+                logs = await self._docker("logs", "--tail", "30", self.container_id)
+            await self.stop()
+            raise ServerStartError(f"container of {self.image!r} did not become healthy: {exc}\n{logs}") from None
+        return endpoint
+
+    async def stop(self) -> None:
+        if self.container_id is not None:
+            with contextlib.suppress(ServerStartError):
+                await self._docker("rm", "-f", self.container_id)
+            self.container_id = None
+        self.started = False
+
+
+# -- remote -------------------------------------------------------------------------------------------
+_SPACE_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def space_url(space_id: str) -> str:
+    """The URL of a Hugging Face Space: ``owner/my_env`` → ``https://owner-my-env.hf.space``.
+
+    Example:
+        >>> space_url("openenv/echo_env")
+        'https://openenv-echo-env.hf.space'
+    """
+    owner, name = space_id.split("/", 1)
+    return f"https://{owner.lower()}-{re.sub(r'[_.]', '-', name.lower())}.hf.space"
+
+
+class RemoteProvider(Provider):
+    """A server that already runs elsewhere: a URL, or a Space id ``owner/name``."""
+
+    def __init__(self, url: str, *, check_health: bool = True, timeout_s: float = 30.0) -> None:
+        self.url = space_url(url) if _SPACE_ID.match(url) else url
+        self.check_health = check_health
+        self.timeout_s = timeout_s
+
+    async def start(self) -> Endpoint:
+        endpoint = Endpoint(self.url)
+        if self.check_health:
+            try:
+                await wait_healthy(endpoint, timeout_s=self.timeout_s)
+            except TimeoutError as exc:
+                raise ServerStartError(
+                    f"{self.url} is not reachable or not healthy: {exc}; check the URL (a Space may be asleep or private)"
+                ) from None
+        self.started = True
+        return endpoint
+
+    async def stop(self) -> None:
+        self.started = False
+
+
+class UnixSocketProvider(Provider):
+    """A server that already listens on a Unix socket path (``openenv-train serve ENV --uds PATH``)."""
+
+    def __init__(self, path: str, *, timeout_s: float = 30.0) -> None:
+        self.path = path
+        self.timeout_s = timeout_s
+
+    async def start(self) -> Endpoint:
+        endpoint = Endpoint("http://localhost", self.path)
+        try:
+            await wait_healthy(endpoint, timeout_s=self.timeout_s)
+        except TimeoutError as exc:
+            raise ServerStartError(f"no healthy server on Unix socket {self.path}: {exc}") from None
+        self.started = True
+        return endpoint
+
+    async def stop(self) -> None:
+        self.started = False

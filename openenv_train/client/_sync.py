@@ -1,0 +1,90 @@
+"""SyncEnvClient: the async client run on a background event loop, for blocking code."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from ._client import EnvClient
+
+__all__ = ["SyncEnvClient"]
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """One event loop in a daemon thread, shared by the sync clients of this process."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def loop(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="openenv-train-sync", daemon=True).start()
+                cls._loop = loop
+            return cls._loop
+
+
+class SyncEnvClient:
+    """Blocking twin of an :class:`EnvClient`: every coroutine method becomes a plain call.
+
+    Example:
+        >>> from openenv_train.client import GenericEnvClient
+        >>> with GenericEnvClient(provider=InProcessProvider("counter")).sync() as env:
+        ...     env.reset(target=1).observation["target"]
+        1
+    """
+
+    def __init__(self, client: EnvClient[Any, Any, Any]) -> None:
+        if client._ws is not None:
+            raise RuntimeError("call .sync() before connecting: a connected client belongs to its event loop")
+        self._client = client
+
+    @property
+    def client(self) -> EnvClient[Any, Any, Any]:
+        """The wrapped async client."""
+        return self._client
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        """Run a coroutine on the background loop and wait for its result."""
+        loop = _LoopThread.loop()
+        if _running_loop() is loop:
+            raise RuntimeError("a SyncEnvClient cannot be called from its own event loop; use the async client")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout_s)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if inspect.iscoroutinefunction(attr):
+
+            @functools.wraps(attr)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return self.run(attr(*args, **kwargs))
+
+            return call
+        return attr
+
+    def connect(self) -> SyncEnvClient:
+        """Open the session."""
+        self.run(self._client.connect())
+        return self
+
+    def __enter__(self) -> SyncEnvClient:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.run(self._client.close())
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
