@@ -33,5 +33,6 @@ __all__ = [
     "UnixSocketProvider",
     "docker_available",
     "from_env",
+    "ws_url",
     "space_url",
 ]

@@ -149,7 +149,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             else:
                 opening = connect(self.url, **self._ws_options())
             self._ws = await asyncio.wait_for(opening, self.connect_timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ConnectTimeout(
                 f"no WebSocket connection to {target} within {self.connect_timeout_s:g}s; is the server up "
                 "(GET /health)? raise connect_timeout_s for slow starts"
@@ -260,7 +260,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 awaiting = True
                 raw = await asyncio.wait_for(ws.recv(), self.reply_timeout_s)
                 awaiting = False
-            except (asyncio.TimeoutError, TimeoutError):
+            except TimeoutError:
                 self._fail(f"no reply to {kind!r} within {self.reply_timeout_s:g}s")
                 raise ReplyTimeout(
                     f"no reply to {kind!r} within reply_timeout_s={self.reply_timeout_s:g}s; the session was closed "

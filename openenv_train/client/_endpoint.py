@@ -99,7 +99,7 @@ async def wait_healthy(endpoint: Endpoint, *, timeout_s: float, is_alive: Any = 
             if status == 200 and isinstance(body, dict) and body.get("status") == "healthy":
                 return
             last = f"HTTP {status}: {body!r}"[:200]
-        except (OSError, asyncio.TimeoutError, ValueError, IndexError) as exc:
+        except (TimeoutError, OSError, ValueError, IndexError) as exc:
             last = f"{type(exc).__name__}: {exc}"
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.5)

@@ -271,7 +271,7 @@ class DockerProvider(Provider):
         proc = await asyncio.create_subprocess_exec(self.docker, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             raise ServerStartError(f"'docker {' '.join(args)}' did not finish within {timeout_s:g}s") from None
         if proc.returncode != 0:

@@ -37,7 +37,7 @@ class SyncEnvClient:
     """Blocking twin of an :class:`EnvClient`: every coroutine method becomes a plain call.
 
     Example:
-        >>> from openenv_train.client import GenericEnvClient
+        >>> from openenv_train.client import GenericEnvClient, InProcessProvider
         >>> with GenericEnvClient(provider=InProcessProvider("counter")).sync() as env:
         ...     env.reset(target=1).observation["target"]
         1

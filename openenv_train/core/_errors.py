@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-class ErrorCode(str, enum.Enum):
+class ErrorCode(enum.StrEnum):
     """Codes of ``{"type": "error"}`` frames; CLOSING ones end the connection."""
 
     INVALID_JSON = "INVALID_JSON"

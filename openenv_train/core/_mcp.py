@@ -50,7 +50,7 @@ class Tool(BaseModel):
     input_schema: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolErrorType(str, enum.Enum):
+class ToolErrorType(enum.StrEnum):
     """Why a tool call failed."""
 
     EXECUTION_ERROR = "execution_error"

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable
 from typing import Any
 
-from ..core import ProtocolError, dumps, jsonrpc_error, observation_to_wire, JsonRpcCode
+from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error
 from ._mcp_rpc import McpRpc
 from ._session import Session, SessionRegistry
 
@@ -133,7 +133,7 @@ async def _with_timeout(reply: Awaitable[str], timeout_s: float) -> str:
 
     try:
         return await asyncio.wait_for(reply, timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"step did not finish within timeout_s={timeout_s}") from None
 
 

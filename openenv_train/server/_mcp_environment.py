@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, TypeVar, Union
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -119,8 +119,8 @@ class MCPEnvironment(Environment[Any, Observation, State]):
         5
     """
 
-    action_type: ClassVar[Any] = Annotated[Union[ListToolsAction, CallToolAction], Field(discriminator="type")]
-    observation_type: ClassVar[Any] = Union[ListToolsObservation, CallToolObservation]
+    action_type: ClassVar[Any] = Annotated[ListToolsAction | CallToolAction, Field(discriminator="type")]
+    observation_type: ClassVar[Any] = ListToolsObservation | CallToolObservation
     tools: ClassVar[dict[str, ToolSpec]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import h11
 from websockets.exceptions import PayloadTooBig
-from websockets.frames import Close, Opcode
+from websockets.frames import Opcode
 from websockets.protocol import State as WsState
 from websockets.server import ServerProtocol
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
+
 from pydantic import Field
 
 from ...core import Action, Observation, State

@@ -1,0 +1,1 @@
+"""Runnable end-to-end jobs: ``python -m openenv_train.recipes.<name>``."""
