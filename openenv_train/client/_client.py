@@ -105,11 +105,11 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise ValueError("give base_url, uds or provider")
         self.endpoint = Endpoint(base_url or "http://localhost", uds)
         if action_type is not None:
-            self.action_type = action_type
+            self.action_type = action_type  # type: ignore[misc]
         if observation_type is not None:
-            self.observation_type = observation_type
+            self.observation_type = observation_type  # type: ignore[misc]
         if state_type is not None:
-            self.state_type = state_type
+            self.state_type = state_type  # type: ignore[misc]
         self._obs_adapter = TypeAdapter(self.observation_type) if self.observation_type is not None else None
         self._state_adapter = TypeAdapter(self.state_type) if self.state_type is not None else None
         self.connect_timeout_s = connect_timeout_s

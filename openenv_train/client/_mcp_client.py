@@ -41,15 +41,15 @@ class MCPToolClient(EnvClient[Any, Observation, Any]):
 
     def _result(self, data: dict[str, Any]) -> StepResult[Any]:
         own = data.get("observation") or {}
-        common = {"reward": data.get("reward"), "done": bool(data.get("done", False)),
-                  "metadata": data.get("metadata") or {}}
+        reward, done, metadata = data.get("reward"), bool(data.get("done", False)), data.get("metadata") or {}
+        common = {"reward": reward, "done": done, "metadata": metadata}
         if "tools" in own:
             obs: Observation = ListToolsObservation.model_validate({**own, **common})
         elif "tool_name" in own:
             obs = CallToolObservation.model_validate({**own, **common})
         else:
             obs = Observation.model_validate(common)
-        return StepResult(observation=obs, **common)
+        return StepResult(observation=obs, reward=reward, done=done, metadata=metadata)
 
     async def list_tools(self, *, use_cache: bool = True) -> list[Tool]:
         """The env's tools (cached after the first call)."""

@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 #: Keys that the wire carries beside the observation's own fields.
-OBSERVATION_ENVELOPE_KEYS = frozenset({"done", "reward", "metadata"})
+OBSERVATION_ENVELOPE_KEYS = {"done", "reward", "metadata"}
 
 
 class Action(BaseModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable
 from functools import cached_property
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
@@ -50,11 +51,12 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: Run sync methods in worker threads because they block.
     blocking: ClassVar[bool] = False
 
-    def reset(self, *, seed: int | None = None, episode_id: str | None = None, **options: Any) -> ObsT:
+    def reset(self, *, seed: int | None = None, episode_id: str | None = None,
+              **options: Any) -> ObsT | Awaitable[ObsT]:
         """Start a new episode and return its first observation."""
         raise NotImplementedError(f"{type(self).__name__} must implement reset()")
 
-    def step(self, action: ActT) -> ObsT:
+    def step(self, action: ActT) -> ObsT | Awaitable[ObsT]:
         """Apply one action and return the next observation."""
         raise NotImplementedError(f"{type(self).__name__} must implement step()")
 
@@ -63,7 +65,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
         """The current episode state (``episode_id``, ``step_count``, env extras)."""
         raise NotImplementedError(f"{type(self).__name__} must implement the state property")
 
-    def close(self) -> None:
+    def close(self) -> None | Awaitable[None]:
         """Release what the instance holds; called once when its session ends."""
 
     @classmethod

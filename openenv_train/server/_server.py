@@ -24,7 +24,7 @@ from typing import Any
 
 import h11
 from websockets.exceptions import PayloadTooBig
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 from websockets.protocol import State as WsState
 from websockets.server import ServerProtocol
 
@@ -138,8 +138,7 @@ class _Connection(asyncio.Protocol):
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
-            kind = type(event)
-            if kind is h11.Request:
+            if isinstance(event, h11.Request):
                 headers = {k.lower(): v for k, v in event.headers}
                 target = event.target.decode("latin-1")
                 upgrade = headers.get(b"upgrade", b"").lower() == b"websocket"
@@ -147,20 +146,20 @@ class _Connection(asyncio.Protocol):
                     self.request = ("UPGRADE", target, headers)
                 else:
                     self.request = (event.method.decode("ascii"), target, bytearray())
-            elif kind is h11.Data:
+            elif isinstance(event, h11.Data):
                 body = self.request[2]
                 body += event.data
                 if len(body) > self.server.config.max_http_body:
                     self._http_fail(413, f"request body exceeds {self.server.config.max_http_body} bytes")
                     return
-            elif kind is h11.EndOfMessage:
+            elif isinstance(event, h11.EndOfMessage):
                 method, target, extra = self.request
                 self.request = None
                 if method == "UPGRADE":
                     self._upgrade(extra)
                     return
                 self._http_route(method, target, bytes(extra))
-            elif kind is h11.ConnectionClosed:
+            elif isinstance(event, h11.ConnectionClosed):
                 self.transport.close()
                 return
 
@@ -266,10 +265,12 @@ class _Connection(asyncio.Protocol):
                 f"{self.server.config.max_message_size} bytes (serve with a larger --max-message-size)",
             )))
         for frame in events:
+            if not isinstance(frame, Frame):
+                continue
             opcode = frame.opcode
             if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
                 if frame.fin:
-                    self._message(frame.data.decode() if opcode is Opcode.TEXT else bytes(frame.data), opcode)
+                    self._message(bytes(frame.data), opcode)
                 else:
                     self.fragments = [opcode.value.to_bytes(1, "big"), bytes(frame.data)]
             elif opcode is Opcode.CONT and self.fragments is not None:
@@ -277,18 +278,21 @@ class _Connection(asyncio.Protocol):
                 if frame.fin:
                     kind, *parts = self.fragments
                     self.fragments = None
-                    payload = b"".join(parts)
-                    if kind == b"\x01":
-                        self._message(payload.decode(), Opcode.TEXT)
-                    else:
-                        self._message(payload, Opcode.BINARY)
+                    self._message(b"".join(parts), Opcode.TEXT if kind == b"\x01" else Opcode.BINARY)
             if self.closing:
                 break
         self._flush()
 
-    def _message(self, payload: str | bytes, opcode: Opcode) -> None:
+    def _message(self, data: bytes, opcode: Opcode) -> None:
         if self.closing or self.session is None:
             return
+        payload: str | bytes = data
+        if opcode is Opcode.TEXT:
+            try:
+                payload = data.decode()
+            except UnicodeDecodeError as exc:
+                self._ws_fail(ProtocolError(ErrorCode.SESSION_ERROR, f"text frame is not valid UTF-8 ({exc})"), 1007)
+                return
         if self.session.busy:
             if self.backlog is None:
                 self.backlog = deque()

@@ -271,7 +271,7 @@ class SessionRegistry:
             if self.executor is not None:
                 await asyncio.get_running_loop().run_in_executor(self.executor, session.env.close)
             else:
-                result = session.env.close()
+                result: Any = session.env.close()
                 if inspect.isawaitable(result):
                     await result
         except Exception:
