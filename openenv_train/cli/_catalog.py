@@ -14,16 +14,16 @@ from ._app import app
 @app.command()
 def catalog(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """List the environments of the built-in catalog."""
+    import dataclasses
     import json
 
     from ..envs import list_envs
 
     specs = list_envs()
     if as_json:
-        typer.echo(json.dumps([{"name": s.name, "entry_point": s.entry_point, "description": s.description,
-                                "tags": list(s.tags)} for s in specs], indent=2))
+        typer.echo(json.dumps([dataclasses.asdict(s) for s in specs], indent=2))
         return
-    table = Table("name", "description", "entry point")
+    table = Table("name", "description", "action", "reward", "dependencies", show_lines=True)
     for spec in specs:
-        table.add_row(spec.name, spec.description, spec.entry_point)
-    Console().print(table)
+        table.add_row(spec.name, spec.description, spec.action, spec.reward, ", ".join(spec.dependencies) or "-")
+    Console(width=max(Console().width, 160)).print(table)

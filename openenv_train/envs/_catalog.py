@@ -19,6 +19,12 @@ class EnvSpec:
     name: str
     entry_point: str
     description: str
+    action: str = ""
+    """The action's shape, e.g. ``{"message": str}``."""
+    reward: str = ""
+    """What the reward pays."""
+    dependencies: tuple[str, ...] = field(default=())
+    """Extra PyPI packages the env needs beyond the core install."""
     tags: tuple[str, ...] = field(default=())
 
     def load(self) -> type[Environment[Any, Any, Any]]:
@@ -66,7 +72,13 @@ def load_env_class(name_or_path: str) -> type[Environment[Any, Any, Any]]:
     return get_spec(name_or_path).load()
 
 
-register(EnvSpec("echo", "openenv_train.envs.echo:EchoEnvironment",
-                 "MCP tools that echo a message (OpenEnv's echo_env).", ("mcp", "test")))
-register(EnvSpec("counter", "openenv_train.envs.counter:CounterEnvironment",
-                 "Add to a counter until it reaches a target; a tiny typed env.", ("test",)))
+register(EnvSpec(
+    "echo", "openenv_train.envs.echo:EchoEnvironment", "MCP tools that echo a message (OpenEnv's echo_env).",
+    action='{"type": "call_tool", "tool_name": "echo_message"|"echo_with_length", "arguments": {"message": str}}',
+    reward="none (0.0 on reset, null on steps)", tags=("mcp", "test"),
+))
+register(EnvSpec(
+    "counter", "openenv_train.envs.counter:CounterEnvironment",
+    "Add to a counter until it reaches a target; a tiny typed env.",
+    action='{"delta": int}', reward="1.0 for landing exactly on the target, else 0.0", tags=("test",),
+))
