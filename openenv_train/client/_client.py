@@ -272,8 +272,8 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 reason = exc.rcvd.reason if exc.rcvd is not None else "no close frame"
                 self._fail(f"connection closed during {kind!r} (code {code}: {reason})")
                 raise ConnectionLost(
-                    f"the server closed the session during {kind!r} (code {code}: {reason}); the episode's "
-                    "state is gone; the next call opens a new session (call reset() first)"
+                    f"the connection to {self.endpoint.uds or self.url} was lost during {kind!r} (code {code}: "
+                    f"{reason}); the episode's state is gone; the next call opens a new session (call reset() first)"
                 ) from None
             finally:
                 if awaiting:  # cancelled while a reply was due: it must never meet the next request

@@ -11,6 +11,7 @@ from ._codec import (
     encode_client_message,
     encode_error,
     encode_server_message,
+    loads,
     validation_errors,
 )
 from ._errors import (
@@ -81,6 +82,7 @@ __all__ = [
     "decode_client_message",
     "decode_server_message",
     "dumps",
+    "loads",
     "encode_client_message",
     "encode_error",
     "encode_server_message",

@@ -9,6 +9,7 @@ Client to server: ``reset`` (data optional), ``step`` (data required), ``state``
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "decode_server_message",
     "dumps",
     "encode_client_message",
+    "loads",
     "encode_error",
     "encode_server_message",
     "validation_errors",
@@ -112,6 +114,18 @@ def _envelope(obj: Any, *, allowed: tuple[str, ...], side: str) -> tuple[str, di
     return kind, data
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse strict JSON: NaN/Infinity and nesting deeper than Python's recursion limit raise ValueError."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def _loads(frame: str | bytes) -> Any:
     if isinstance(frame, (bytes, bytearray, memoryview)):
         raise ProtocolError(
@@ -119,7 +133,7 @@ def _loads(frame: str | bytes) -> Any:
             "binary frames are not part of the protocol; send each message as a JSON text frame",
         )
     try:
-        return json.loads(frame)
+        return loads(frame)
     except ValueError as exc:
         raise ProtocolError(
             ErrorCode.INVALID_JSON, f"frame is not valid JSON ({exc}); send one JSON object per text frame"
@@ -149,8 +163,23 @@ def encode_server_message(kind: str, data: dict[str, Any]) -> str:
 
 
 def encode_error(error: ProtocolError) -> str:
-    """Serialise an error frame for ``error``."""
-    return encode_server_message("error", error.to_wire())
+    """Serialise an error frame for ``error``; details that are not JSON are sent as their repr."""
+    try:
+        return encode_server_message("error", error.to_wire())
+    except (TypeError, ValueError):
+        return encode_server_message("error", _jsonable(error.to_wire()))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return repr(obj)
 
 
 def decode_server_message(frame: str | bytes) -> ServerMessage:

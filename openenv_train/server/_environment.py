@@ -8,7 +8,7 @@ from functools import cached_property
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from ..core import Action, EnvMetadata, Observation, State
 
@@ -91,6 +91,21 @@ class Environment(Generic[ActT, ObsT, StateT]):
         return info
 
 
+def _options_model(env_cls: type[Any], names: frozenset[str], accepts_any: bool) -> type[BaseModel]:
+    """A model of ``reset``'s keyword options, built from its signature and type hints."""
+    try:
+        hints = inspect.get_annotations(env_cls.reset, eval_str=True)
+    except Exception:  # unresolvable hints: accept any type rather than refuse the env
+        hints = {}
+    params = inspect.signature(env_cls.reset).parameters
+    fields: dict[str, Any] = {
+        name: (hints.get(name, Any), ... if params[name].default is params[name].empty else params[name].default)
+        for name in names
+    }
+    config = ConfigDict(extra="allow" if accepts_any else "forbid", arbitrary_types_allowed=True)
+    return create_model(f"{env_cls.__name__}ResetOptions", __config__=config, **fields)  # type: ignore[call-overload, no-any-return]
+
+
 class EnvSpecInfo:
     """Per-class facts the server needs on every request, computed once."""
 
@@ -102,6 +117,7 @@ class EnvSpecInfo:
         self.reset_params = frozenset(
             name for name, p in params.items() if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         )
+        self.reset_model = _options_model(env_cls, self.reset_params, self.reset_accepts_any)
 
     @cached_property
     def action_name(self) -> str:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable
 from typing import Any
 
-from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error
+from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
 from ._mcp_rpc import McpRpc
 from ._session import Session, SessionRegistry
 
@@ -77,7 +77,7 @@ class HttpRoutes:
 
     def _mcp(self, body: bytes) -> Response | Awaitable[Response]:
         try:
-            request = json.loads(body)
+            request = loads(body)
         except ValueError:
             return 200, jsonrpc_error(None, JsonRpcCode.PARSE_ERROR, "Parse error: the body is not valid JSON")
         reply = self.mcp(request, None)
@@ -141,7 +141,7 @@ def _json_object(body: bytes) -> dict[str, Any] | Response:
     if not body.strip():
         return {}
     try:
-        obj = json.loads(body)
+        obj = loads(body)
     except ValueError as exc:
         return 422, {"detail": [_detail(["body"], f"JSON decode error: {exc}", "json_invalid")]}
     if not isinstance(obj, dict):

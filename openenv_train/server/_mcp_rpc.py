@@ -58,11 +58,20 @@ class McpRpc:
             return self._on_temporary_env(method, params)
         return self._run(method, params, target)
 
-    def _create(self, session: Session | None) -> dict[str, Any]:
+    def _create(self, session: Session | None) -> Any:
         if session is not None:
             return {"session_id": session.id}
+        if self.registry.executor is not None:
+            return self._create_async()
         try:
             created = self.registry.create("mcp")
+        except ProtocolError as exc:
+            raise JsonRpcError(JsonRpcCode.SERVER_ERROR, exc.message, exc.details) from None
+        return {"session_id": created.id}
+
+    async def _create_async(self) -> dict[str, Any]:
+        try:
+            created = await self.registry.create_async("mcp")
         except ProtocolError as exc:
             raise JsonRpcError(JsonRpcCode.SERVER_ERROR, exc.message, exc.details) from None
         return {"session_id": created.id}
@@ -71,6 +80,7 @@ class McpRpc:
         target_id = params.get("session_id")
         if not target_id:
             raise JsonRpcError(JsonRpcCode.INVALID_PARAMS, "Invalid params - 'session_id' is required")
+        _check_session_id(target_id)
         if session is not None and target_id == session.id:
             raise JsonRpcError(
                 JsonRpcCode.INVALID_REQUEST, "Cannot close active WebSocket-managed session via MCP method"
@@ -90,6 +100,7 @@ class McpRpc:
         requested = params.get("session_id")
         if requested is None:
             return None
+        _check_session_id(requested)
         target = self.registry.get(requested)
         if target is None:
             raise JsonRpcError(
@@ -135,6 +146,13 @@ class McpRpc:
         if inspect.isawaitable(value):
             return _await_call(value)
         return result_payload(value)
+
+
+def _check_session_id(value: Any) -> None:
+    if not isinstance(value, str):
+        raise JsonRpcError(
+            JsonRpcCode.INVALID_PARAMS, f"Invalid params - 'session_id' must be a string, got {type(value).__name__}"
+        )
 
 
 def _rpc_error(exc: ToolCallFailed) -> JsonRpcError:

@@ -40,6 +40,8 @@ log = logging.getLogger("openenv_train.server")
 
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_BACKLOG = 64
+_CLOSE_WAIT_S = 2.0
+_CLOSE_CODES = {ErrorCode.CAPACITY_REACHED: 1013, ErrorCode.FACTORY_ERROR: 1011, ErrorCode.SESSION_ERROR: 1008}
 
 
 @dataclass
@@ -86,8 +88,8 @@ def _text_frame(payload: bytes, opcode: int = 0x1) -> bytes:
 class _Connection(asyncio.Protocol):
     """One client connection: HTTP requests until it upgrades to a WebSocket session."""
 
-    __slots__ = ("server", "transport", "http", "request", "http_busy", "ws", "session", "backlog", "fragments",
-                 "closing")
+    __slots__ = ("server", "transport", "http", "request", "http_busy", "ws", "session", "creating", "backlog",
+                 "fragments", "closing")
 
     def __init__(self, server: EnvServer) -> None:
         self.server = server
@@ -97,7 +99,8 @@ class _Connection(asyncio.Protocol):
         self.http_busy = False
         self.ws: ServerProtocol | None = None
         self.session: Session | None = None
-        self.backlog: deque[str | bytes] | None = None
+        self.creating = False
+        self.backlog: deque[tuple[bytes, Opcode]] | None = None
         self.fragments: list[bytes] | None = None
         self.closing = False
 
@@ -109,9 +112,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
         self.closing = True
-        if self.session is not None:
-            session, self.session = self.session, None
-            self.server.spawn(self.server.registry.close(session))
+        self._release()
 
     def data_received(self, data: bytes) -> None:
         if self.ws is not None:
@@ -196,7 +197,10 @@ class _Connection(asyncio.Protocol):
         transport = self.transport
         if conn is None or transport is None or self.closing:
             return
-        body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
+        try:
+            body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
+        except (TypeError, ValueError) as exc:
+            status, body = 500, dumps({"detail": f"response is not JSON-serialisable: {exc}"}).encode()
         headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
         if close:
             headers.append(("connection", "close"))
@@ -244,68 +248,96 @@ class _Connection(asyncio.Protocol):
             b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
         )
         self.ws = ServerProtocol(state=WsState.OPEN, max_size=self.server.config.max_message_size)
-        try:
-            self.session = self.server.registry.create("ws")
-        except ProtocolError as exc:
-            self._ws_fail(exc, 1013 if exc.code is ErrorCode.CAPACITY_REACHED else 1011)
-            return
+        registry = self.server.registry
+        if registry.executor is None:
+            try:
+                self.session = registry.create("ws")
+            except ProtocolError as exc:
+                self._ws_fail(exc)
+                return
+        else:  # a blocking env's constructor runs in a worker thread; frames wait in the backlog
+            self.creating = True
+            self.server.spawn(self._create_session())
         if trailing:
             self._ws_data(bytes(trailing))
+
+    async def _create_session(self) -> None:
+        try:
+            session = await self.server.registry.create_async("ws")
+        except ProtocolError as exc:
+            self.creating = False
+            self._ws_fail(exc)
+            return
+        self.creating = False
+        if self.closing:
+            await self.server.registry.close(session)
+            return
+        self.session = session
+        self._drain()
 
     def _ws_data(self, data: bytes) -> None:
         ws = self.ws
         assert ws is not None
         ws.receive_data(data)
-        events = ws.events_received()
-        if isinstance(ws.parser_exc, PayloadTooBig):
-            # Tell the client in a frame it can read, before websockets' close frame.
-            self._send(encode_error(ProtocolError(
-                ErrorCode.SESSION_ERROR,
-                f"message too big: {ws.parser_exc}; the server's max_message_size is "
-                f"{self.server.config.max_message_size} bytes (serve with a larger --max-message-size)",
-            )))
-        for frame in events:
-            if not isinstance(frame, Frame):
-                continue
-            opcode = frame.opcode
-            if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
-                if frame.fin:
-                    self._message(bytes(frame.data), opcode)
-                else:
-                    self.fragments = [opcode.value.to_bytes(1, "big"), bytes(frame.data)]
-            elif opcode is Opcode.CONT and self.fragments is not None:
-                self.fragments.append(bytes(frame.data))
-                if frame.fin:
-                    kind, *parts = self.fragments
-                    self.fragments = None
-                    self._message(b"".join(parts), Opcode.TEXT if kind == b"\x01" else Opcode.BINARY)
-            if self.closing:
-                break
+        try:
+            for frame in ws.events_received():
+                if self.closing:
+                    break
+                if isinstance(frame, Frame):
+                    self._frame(frame)
+            if isinstance(ws.parser_exc, PayloadTooBig):
+                # An error frame the client can read, ahead of the close frame websockets has queued.
+                self._write(encode_error(ProtocolError(
+                    ErrorCode.SESSION_ERROR,
+                    f"message too big: {ws.parser_exc}; the server's max_message_size is "
+                    f"{self.server.config.max_message_size} bytes (serve with a larger --max-message-size)",
+                )))
+                self._release()
+        except Exception as exc:  # never let a bug of ours drop the connection without a word
+            log.exception("session failed while handling frames")
+            self._ws_fail(ProtocolError(ErrorCode.SESSION_ERROR, f"internal server error: {type(exc).__name__}: {exc}"))
         self._flush()
 
+    def _frame(self, frame: Frame) -> None:
+        opcode = frame.opcode
+        if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
+            if frame.fin:
+                self._message(bytes(frame.data), opcode)
+            else:
+                self.fragments = [opcode.value.to_bytes(1, "big"), bytes(frame.data)]
+        elif opcode is Opcode.CONT and self.fragments is not None:
+            self.fragments.append(bytes(frame.data))
+            if frame.fin:
+                kind, *parts = self.fragments
+                self.fragments = None
+                self._message(b"".join(parts), Opcode.TEXT if kind == b"\x01" else Opcode.BINARY)
+        elif opcode is Opcode.CLOSE:  # websockets has queued the reply; nothing more is read
+            self.closing = True
+            self._release()
+
     def _message(self, data: bytes, opcode: Opcode) -> None:
-        if self.closing or self.session is None:
+        session = self.session
+        if self.creating or self.backlog or (session is not None and session.busy):
+            if self.backlog is None:
+                self.backlog = deque()
+            self.backlog.append((data, opcode))
+            if len(self.backlog) >= _MAX_BACKLOG and self.transport is not None:
+                self.transport.pause_reading()
             return
-        payload: str | bytes = data
+        self._process(data, opcode)
+
+    def _process(self, data: bytes, opcode: Opcode) -> None:
+        session = self.session
+        if session is None or self.closing:
+            return
         if opcode is Opcode.TEXT:
             try:
-                payload = data.decode()
+                payload: str | bytes = data.decode()
             except UnicodeDecodeError as exc:
                 self._ws_fail(ProtocolError(ErrorCode.SESSION_ERROR, f"text frame is not valid UTF-8 ({exc})"), 1007)
                 return
-        if self.session.busy:
-            if self.backlog is None:
-                self.backlog = deque()
-            self.backlog.append(payload)
-            if len(self.backlog) >= _MAX_BACKLOG:
-                self.transport.pause_reading()  # type: ignore[union-attr]
-            return
-        self._process(payload)
-
-    def _process(self, payload: str | bytes) -> None:
-        session = self.session
-        if session is None:
-            return
+        else:
+            payload = data
         try:
             reply = session.handle(decode_client_message(payload), self.server.mcp)
         except ProtocolError as exc:
@@ -339,38 +371,55 @@ class _Connection(asyncio.Protocol):
             self._reply_error(frame)
         else:
             self._send(frame)
+        self._drain()
+        self._flush()
+
+    def _drain(self) -> None:
+        """Process frames that arrived while a request was in flight, in order."""
         backlog = self.backlog
-        while backlog and not session.busy and not self.closing:
-            self._process(backlog.popleft())
-        if backlog is not None and len(backlog) < _MAX_BACKLOG // 2 and self.transport is not None:
+        if backlog is None:
+            return
+        while backlog and self.session is not None and not self.session.busy and not self.closing:
+            self._process(*backlog.popleft())
+        if len(backlog) < _MAX_BACKLOG // 2 and self.transport is not None and not self.closing:
             with contextlib.suppress(Exception):
                 self.transport.resume_reading()
-        self._flush()
 
     def _reply_error(self, exc: ProtocolError) -> None:
         if exc.code.closes_connection:
-            self._ws_fail(exc, 1008 if exc.code is ErrorCode.SESSION_ERROR else 1011)
+            self._ws_fail(exc)
         else:
             self._send(encode_error(exc))
 
-    def _send(self, text: str) -> None:
+    def _write(self, text: str) -> None:
         transport = self.transport
-        if transport is not None and not self.closing and self.ws is not None and self.ws.state is WsState.OPEN:
+        if transport is not None and not transport.is_closing():
             transport.write(_text_frame(text.encode()))
 
-    def _ws_fail(self, exc: ProtocolError, code: int) -> None:
+    def _send(self, text: str) -> None:
+        if not self.closing:
+            self._write(text)
+
+    def _ws_fail(self, exc: ProtocolError, code: int | None = None) -> None:
         self._send(encode_error(exc))
-        self._ws_close(code, exc.code.value)
+        self._ws_close(code or _CLOSE_CODES.get(exc.code, 1011), exc.code.value)
 
     def _ws_close(self, code: int, reason: str) -> None:
+        """Send a close frame and release the session; the socket closes when the client answers (or in 2 s)."""
         ws, transport = self.ws, self.transport
         if ws is None or transport is None or self.closing:
             return
+        self.closing = True
         if ws.state is WsState.OPEN:
             ws.send_close(code, reason[:120])
         self._flush()
-        self.closing = True
-        transport.close()
+        self._release()
+        asyncio.get_running_loop().call_later(_CLOSE_WAIT_S, transport.abort)
+
+    def _release(self) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            self.server.spawn(self.server.registry.close(session))
 
     def _flush(self) -> None:
         ws, transport = self.ws, self.transport
@@ -379,8 +428,9 @@ class _Connection(asyncio.Protocol):
         for chunk in ws.data_to_send():
             if chunk:
                 transport.write(chunk)
-        if ws.state is WsState.CLOSED or ws.close_expected():
-            self.closing = True
+            else:  # websockets asks for EOF: the closing handshake is done
+                transport.close()
+        if ws.state is WsState.CLOSED:
             transport.close()
 
     def shut(self, code: int, reason: str) -> None:
@@ -498,10 +548,16 @@ class EnvServer:
         for session in list(self.registry.sessions.values()):
             if session is not None:
                 await self.registry.close(session)
-        await asyncio.sleep(0)
         remaining = [t for t in self._tasks if not t.done()]
         if remaining:
             await asyncio.wait(remaining, timeout=self.config.shutdown_grace_s)
+        # Give clients a moment to answer the close frames, then drop whoever has not.
+        deadline = asyncio.get_running_loop().time() + 1.0
+        while self.connections and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.abort()
         self._server = None
         if self.config.uds:
             with contextlib.suppress(FileNotFoundError):

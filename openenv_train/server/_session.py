@@ -94,27 +94,29 @@ class Session:
             ) from None
 
     def check_reset(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Check reset keyword arguments against the env's ``reset`` signature."""
-        errors = []
-        seed = data.get("seed")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        """Check reset options against the env's ``reset`` signature; returns them validated."""
+        if not data:
+            return data
+        errors: list[dict[str, Any]] = []
+        seed, episode_id = data.get("seed"), data.get("episode_id")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):  # no lax "5" or True
             errors.append({"loc": ["seed"], "msg": "Input should be a valid integer", "type": "int_type"})
-        episode_id = data.get("episode_id")
         if episode_id is not None and not isinstance(episode_id, str):
             errors.append({"loc": ["episode_id"], "msg": "Input should be a valid string", "type": "string_type"})
-        if not self.info.reset_accepts_any:
-            for key in data:
-                if key not in self.info.reset_params:
-                    errors.append({"loc": [key], "msg": "Unexpected keyword argument", "type": "unexpected_keyword"})
+        try:
+            options = self.info.reset_model.model_validate(data)
+        except ValidationError as exc:
+            seen = {e["loc"][0] for e in errors}
+            errors += [e for e in validation_errors(exc) if not e["loc"] or e["loc"][0] not in seen]
         if errors:
-            names = ", ".join(str(e["loc"][0]) for e in errors)
+            names = ", ".join(sorted({str(e["loc"][0]) if e["loc"] else "<options>" for e in errors}))
             accepted = ", ".join(sorted(self.info.reset_params)) or "none"
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR,
                 f"invalid reset options for {self.info.env_cls.__name__}: {names}; accepted options: {accepted}",
                 errors=errors,
             )
-        return data
+        return {key: getattr(options, key) if key in self.info.reset_params else value for key, value in data.items()}
 
     def call(self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
              encode: Callable[[Any], str]) -> Reply:
