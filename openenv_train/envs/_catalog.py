@@ -82,3 +82,9 @@ register(EnvSpec(
     "Add to a counter until it reaches a target; a tiny typed env.",
     action='{"delta": int}', reward="1.0 for landing exactly on the target, else 0.0", tags=("test",),
 ))
+
+# -- wordle ----------------------------------------------------------------------------------------------
+# -- coding and repl (sandboxed) -------------------------------------------------------------------------
+# -- OpenSpiel-compatible games --------------------------------------------------------------------------
+# -- chess and grid worlds -------------------------------------------------------------------------------
+# -- reasoning_gym and sql_tools -------------------------------------------------------------------------
