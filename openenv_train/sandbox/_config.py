@@ -101,6 +101,9 @@ class SandboxConfig:
         for path in (self.python, *self.system_paths, *self.ro_paths):
             if not os.path.isabs(path):
                 raise ValueError(f"sandbox paths must be absolute, got {path!r}")
+        if "/" in {os.path.normpath(path) for path in (*self.system_paths, *self.ro_paths)}:
+            raise ValueError("system_paths and ro_paths must not contain '/': that exposes the whole host; "
+                             "list the directories the code needs")
         for name, value in self.env.items():
             if not _ENV_NAME.match(name) or "\0" in value:
                 raise ValueError(f"env: {name!r} is not a valid variable (letters, digits, '_'; no NUL in values)")
@@ -108,7 +111,12 @@ class SandboxConfig:
             raise ValueError(f"kill_grace_s must be > 0, got {self.kill_grace_s}")
 
     def with_limits(self, **changes: Any) -> SandboxConfig:
-        """A copy with some limits changed, e.g. ``config.with_limits(wall_time_s=3)``."""
+        """A copy with some limits changed.
+
+        Example:
+            >>> SandboxConfig().with_limits(wall_time_s=3, max_processes=16).limits.max_processes
+            16
+        """
         return dataclasses.replace(self, limits=dataclasses.replace(self.limits, **changes))
 
 

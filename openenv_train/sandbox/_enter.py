@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+__all__ = ["main"]
+
 _CLONE_NEWNS = 0x00020000
 _MS_BIND = 0x1000
 _MS_REC = 0x4000

@@ -23,6 +23,8 @@ import sys
 import tarfile
 from typing import Any, NoReturn
 
+__all__ = ["MAX_STATE_ENTRIES", "main"]
+
 MAX_STATE_ENTRIES = 10_000
 """Scratch dirs with more files and directories than this are not saved for the next run."""
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import stat
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -19,11 +21,22 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def python_roots(config: SandboxConfig) -> list[str]:
-    """Installation dirs of this interpreter and of ``config.python`` (prefixes, venv) and this package."""
+    """Installation dirs (prefixes, venv) of ``config.python`` and this interpreter, and this package."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, str(PACKAGE_DIR)}
-    for exe in (config.python, os.path.realpath(config.python)):
-        roots.add(os.path.dirname(os.path.dirname(exe)))  # <prefix>/bin/python -> <prefix>
-    return sorted(os.path.realpath(root) for root in roots)
+    if config.python != sys.executable:
+        roots.update(_prefixes(config.python))
+    return sorted({os.path.realpath(root) for root in roots} - {"/"})
+
+
+@functools.lru_cache(maxsize=16)
+def _prefixes(python: str) -> tuple[str, ...]:
+    """The prefixes another interpreter reports (none when it does not run: the sandbox then says so)."""
+    code = "import sys; print(sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sep='\\n')"
+    try:
+        done = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(line for line in done.stdout.splitlines() if os.path.isabs(line)) if done.returncode == 0 else ()
 
 
 def _traversable(path: str, uid: int, gid: int) -> bool:
@@ -48,10 +61,13 @@ _stage_dir: str | None = None
 
 
 def _stage_mountpoint() -> str:
-    """An empty dir, made once per process, that the root-only staging step mounts its tmpfs on."""
+    """An empty dir, made once per process, that the root-only staging step mounts its tmpfs on.
+
+    It is made in /tmp rather than $TMPDIR: the sandbox uid must be able to reach it.
+    """
     global _stage_dir
     if _stage_dir is None:
-        _stage_dir = tempfile.mkdtemp(prefix="openenv-sandbox-stage-")
+        _stage_dir = tempfile.mkdtemp(prefix="openenv-sandbox-stage-", dir="/tmp")
         os.chmod(_stage_dir, 0o755)
         atexit.register(_remove_stage_dir)
     return _stage_dir
