@@ -328,18 +328,20 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     @classmethod
     async def from_env(cls: type[C], env: str, *, provider: str = "process", max_sessions: int | None = None,
-                       transport: str = "tcp", **kwargs: Any) -> C:
+                       transport: str = "tcp", sandbox: Any = None, **kwargs: Any) -> C:
         """Start a catalog env (or ``module:Class``) locally and connect.
 
         Args:
             env: catalog name such as ``"echo"``, or ``"package.module:ClassName"``.
             provider: ``"process"`` (a server subprocess) or ``"inprocess"`` (a thread of this process).
             transport: ``"tcp"`` or ``"unix"`` (process provider only: a Unix socket in a private directory).
+            sandbox: run the server in the OS sandbox (process provider only; ``True`` or a SandboxConfig).
         """
         from ._providers import InProcessProvider, LocalProcessProvider
 
         if provider == "process":
-            started: Provider = LocalProcessProvider(env, max_sessions=max_sessions, transport=transport)
+            started: Provider = LocalProcessProvider(env, max_sessions=max_sessions, transport=transport,
+                                                     sandbox=sandbox)
         elif provider == "inprocess":
             started = InProcessProvider(env, max_sessions=max_sessions)
         else:

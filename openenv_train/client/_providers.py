@@ -139,17 +139,21 @@ class LocalProcessProvider(Provider):
         max_sessions: the server's session cap (default: the server's).
         startup_timeout_s: limit on the server becoming healthy.
         extra_args: more ``serve`` options, e.g. ``["--idle-timeout", "60"]``.
-        env_vars: variables added to the server's environment.
+        env_vars: variables added to the server's environment (not passed into a sandbox).
+        sandbox: run the server in the OS sandbox (``True`` for the server defaults, or a
+            :class:`~openenv_train.sandbox.SandboxConfig`): no network inside, reached through a Unix
+            socket in a shared directory; implies ``transport="unix"``.
     """
 
     def __init__(self, env: str, *, host: str = "127.0.0.1", port: int = 0, transport: str = "tcp",
                  max_sessions: int | None = None, startup_timeout_s: float = 60.0,
                  extra_args: list[str] | tuple[str, ...] = (), env_vars: dict[str, str] | None = None,
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, sandbox: Any = None) -> None:
         if transport not in ("tcp", "unix"):
             raise ValueError(f"transport must be 'tcp' or 'unix', got {transport!r}")
         self.env = env
-        self.host, self.port, self.transport = host, port, transport
+        self.sandbox = sandbox or None
+        self.host, self.port, self.transport = host, port, "unix" if self.sandbox else transport
         self.max_sessions = max_sessions
         self.startup_timeout_s = startup_timeout_s
         self.extra_args = list(extra_args)
@@ -161,19 +165,32 @@ class LocalProcessProvider(Provider):
     def command(self, workdir: Path) -> list[str]:
         """The server's command line."""
         cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, "--host", self.host, "--port",
-               str(self.port), "--ready-file", str(workdir / "ready"), "--parent-pid", str(os.getpid())]
+               str(self.port), "--ready-file", str(workdir / "ready")]
+        if not self.sandbox:  # inside a sandbox host pids mean nothing; it dies with its parent instead
+            cmd += ["--parent-pid", str(os.getpid())]
         if self.transport == "unix":
             cmd += ["--uds", str(workdir / "env.sock")]
         if self.max_sessions is not None:
             cmd += ["--max-sessions", str(self.max_sessions)]
-        return cmd + self.extra_args
+        cmd += self.extra_args
+        if self.sandbox:
+            from ..sandbox import SandboxConfig, sandboxed_command  # the sandbox sits above the client
+
+            config = self.sandbox if isinstance(self.sandbox, SandboxConfig) else None
+            cmd = sandboxed_command(cmd, config, shared_dir=workdir)
+        return cmd
 
     async def start(self) -> Endpoint:
         self.workdir = Path(tempfile.mkdtemp(prefix="openenv-train-"))
         log_path = self.workdir / "server.log"
+        try:
+            command = self.command(self.workdir)
+        except Exception as exc:  # e.g. SandboxUnavailable: say so instead of starting unsandboxed
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise ServerStartError(f"cannot start {self.env!r}: {exc}") from exc
         with open(log_path, "wb") as log_file:
             self.process = subprocess.Popen(
-                self.command(self.workdir), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True, env={**os.environ, **self.env_vars},
             )
         _LIVE.add(self)
