@@ -9,6 +9,7 @@ socket closed at once; a dropped session is replaced by a new one on the next ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import Callable
@@ -271,6 +272,8 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 code = exc.rcvd.code if exc.rcvd is not None else 1006
                 reason = exc.rcvd.reason if exc.rcvd is not None else "no close frame"
                 self._fail(f"connection closed during {kind!r} (code {code}: {reason})")
+                # A server that refuses a session sends its error frame just before closing: report that.
+                await _raise_buffered_error(ws)
                 raise ConnectionLost(
                     f"the connection to {self.endpoint.uds or self.url} was lost during {kind!r} (code {code}: "
                     f"{reason}); the episode's state is gone; the next call opens a new session (call reset() first)"
@@ -347,6 +350,17 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         else:
             raise ValueError(f"provider must be 'process' or 'inprocess', got {provider!r}")
         return await cls(provider=started, **kwargs).connect()
+
+
+async def _raise_buffered_error(ws: ClientConnection) -> None:
+    try:
+        raw = await asyncio.wait_for(ws.recv(), 0.05)
+    except (ConnectionClosed, TimeoutError):
+        return
+    with contextlib.suppress(ProtocolError):
+        reply = decode_server_message(raw)
+        if reply.type == "error":
+            raise ServerError.from_wire(reply.data)
 
 
 async def _close_quietly(ws: ClientConnection) -> None:

@@ -118,6 +118,9 @@ class EnvSpecInfo:
             name for name, p in params.items() if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         )
         self.reset_model = _options_model(env_cls, self.reset_params, self.reset_accepts_any)
+        step_params = inspect.signature(env_cls.step).parameters
+        self.step_params = frozenset(name for name in list(step_params)[2:]
+                                     if step_params[name].kind is not step_params[name].VAR_KEYWORD)
 
     @cached_property
     def action_name(self) -> str:

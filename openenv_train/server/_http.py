@@ -19,6 +19,8 @@ __all__ = ["HttpRoutes", "Response"]
 
 Response = tuple[int, Any]
 
+OPENENV_HTTP_API_VERSION = "1.0.0"
+
 _ROUTES: dict[str, tuple[str, ...]] = {
     "/health": ("GET",),
     "/metadata": ("GET",),
@@ -98,9 +100,11 @@ class HttpRoutes:
             elif what == "reset":
                 reply = session.call("reset", env.reset, (), session.check_reset(body), Session.observation_frame)
             else:
-                action, timeout_s = _step_body(body)
+                action, timeout_s, extra = _step_body(body)
                 parsed = session.parse_action(action)
-                reply = session.call("step", env.step, (parsed,), {}, Session.observation_frame)
+                # Like OpenEnv: extra body keys reach step() only where its signature names them.
+                kwargs = {k: v for k, v in extra.items() if k in self.registry.info.step_params}
+                reply = session.call("step", env.step, (parsed,), kwargs, Session.observation_frame)
                 if inspect.isawaitable(reply) and timeout_s is not None:
                     reply = _with_timeout(reply, timeout_s)
             frame = (await reply) if inspect.isawaitable(reply) else reply
@@ -149,21 +153,20 @@ def _json_object(body: bytes) -> dict[str, Any] | Response:
     return obj
 
 
-def _step_body(body: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+def _step_body(body: dict[str, Any]) -> tuple[dict[str, Any], float | None, dict[str, Any]]:
     from ..core import ErrorCode
 
     errors = []
     action = body.get("action")
     if not isinstance(action, dict):
         errors.append(_detail(["body", "action"], "Field required (an object of action fields)", "missing"))
-    extra = set(body) - {"action", "timeout_s", "request_id"}
-    errors += [_detail(["body", key], "Extra inputs are not permitted", "extra_forbidden") for key in sorted(extra)]
     timeout_s = body.get("timeout_s")
     if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or timeout_s <= 0):
         errors.append(_detail(["body", "timeout_s"], "Input should be a positive number", "float_type"))
     if errors:
         raise ProtocolError(ErrorCode.VALIDATION_ERROR, "invalid /step body", errors=errors)
-    return action, timeout_s  # type: ignore[return-value]
+    extra = {k: v for k, v in body.items() if k not in ("action", "timeout_s", "request_id")}
+    return action, timeout_s, extra  # type: ignore[return-value]
 
 
 def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> dict[str, Any]:
@@ -184,7 +187,9 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": metadata["name"], "description": metadata["description"], "version": version},
+        # info.version is the version of the OpenEnv HTTP API served (what `openenv validate` profiles).
+        "info": {"title": metadata["name"], "description": metadata["description"], "version": OPENENV_HTTP_API_VERSION,
+                 "x-openenv-train-version": version},
         "paths": {
             "/health": {"get": op("Health check", response={"type": "object"})},
             "/metadata": {"get": op("Environment metadata", response={"type": "object"})},
