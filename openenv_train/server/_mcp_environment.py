@@ -178,6 +178,8 @@ class MCPEnvironment(Environment[Any, Observation, State]):
         kwargs = {name: getattr(args, name) for name in spec.args_model.model_fields}
         try:
             value = getattr(self, spec.method_name)(**kwargs)
+        except ToolCallFailed:
+            raise
         except Exception as exc:  # a tool's failure is the agent's observation, not a server error
             raise ToolCallFailed(_execution_error(tool_name, exc)) from exc
         if inspect.isawaitable(value):

@@ -7,6 +7,7 @@ with neither, run on a fresh env that is closed afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -139,6 +140,9 @@ class McpRpc:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise JsonRpcError(JsonRpcCode.INVALID_PARAMS, "'arguments' must be an object")
+        if self.registry.executor is not None:  # a blocking env's tools must not stall the event loop
+            future = asyncio.get_running_loop().run_in_executor(self.registry.executor, env.call_tool, name, arguments)
+            return _await_call(future)
         try:
             value = env.call_tool(name, arguments)
         except ToolCallFailed as exc:
