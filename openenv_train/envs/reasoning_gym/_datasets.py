@@ -35,7 +35,8 @@ def _rg() -> ModuleType:
         return importlib.import_module("reasoning_gym")
     except ImportError as exc:
         raise RuntimeError(
-            "the reasoning_gym env needs the 'reasoning-gym' package: pip install 'openenv-train[reasoning-gym]' (or 'reasoning-gym>=0.1.25,<0.2')"
+            "the reasoning_gym env needs the 'reasoning-gym' package: "
+            "pip install 'openenv-train[reasoning-gym]' (or 'reasoning-gym>=0.1.25,<0.2')"
         ) from exc
 
 
