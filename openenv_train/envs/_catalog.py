@@ -84,7 +84,102 @@ register(EnvSpec(
 ))
 
 # -- wordle ----------------------------------------------------------------------------------------------
+register(EnvSpec(
+    "wordle", "openenv_train.envs.wordle:WordleEnvironment",
+    "Guess a secret 5-letter word in six tries from G/Y/X letter feedback (OpenEnv's TextArena Wordle-v0).",
+    action='{"message": str} (the guess as "[crane]")',
+    reward="1.0 for a win; out of guesses or a second invalid move in a row: (greens + 0.5*yellows)/5 "
+           "of the last valid guess; 0.0 before the end",
+    tags=("game", "text", "textarena"),
+))
 # -- coding and repl (sandboxed) -------------------------------------------------------------------------
+register(EnvSpec(
+    "coding", "openenv_train.envs.coding:CodingEnvironment",
+    "Write a Python function in the OS sandbox; a submit runs hidden unit tests.",
+    action='{"code": str, "submit": bool}', reward="fraction of hidden tests passed on submit, else 0.0",
+    tags=("code", "sandbox"),
+))
+register(EnvSpec(
+    "repl", "openenv_train.envs.repl:ReplEnvironment",
+    "Answer a question with a persistent Python session in the OS sandbox; FINAL(answer) ends it.",
+    action='{"code": str}', reward="1.0 for a FINAL answer that matches, else 0.0",
+    dependencies=("cloudpickle>=3.0,<4",), tags=("code", "sandbox", "rlm"),
+))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
+register(EnvSpec(
+    "tic_tac_toe", "openenv_train.envs.openspiel:TicTacToeEnvironment",
+    "Tic-tac-toe against a random, fixed or heuristic opponent (OpenSpiel's tic_tac_toe, pure Python).",
+    action='{"action_id": int}  (cell 0..8 = row*3+col)', reward="1 win, -1 loss, 0 draw on the final step",
+    tags=("openspiel", "game", "two-player"),
+))
+register(EnvSpec(
+    "connect4", "openenv_train.envs.openspiel:ConnectFourEnvironment",
+    "Connect four against a random, fixed or heuristic opponent (OpenSpiel's connect_four, pure Python).",
+    action='{"action_id": int}  (column 0..6)', reward="1 win, -1 loss, 0 draw on the final step",
+    tags=("openspiel", "game", "two-player"),
+))
+register(EnvSpec(
+    "catch", "openenv_train.envs.openspiel:CatchEnvironment",
+    "Move a paddle to catch a falling ball (OpenSpiel's catch, pure Python).",
+    action='{"action_id": int}  (0 left, 1 stay, 2 right)', reward="1 caught, -1 missed on the final step",
+    tags=("openspiel", "game", "single-player"),
+))
+register(EnvSpec(
+    "blackjack", "openenv_train.envs.openspiel:BlackjackEnvironment",
+    "Blackjack against OpenSpiel's fixed dealer (OpenSpiel's blackjack, pure Python).",
+    action='{"action_id": int}  (0 hit, 1 stand)', reward="1 win, -1 loss, 0 push on the final step",
+    tags=("openspiel", "game", "single-player", "stochastic"),
+))
+register(EnvSpec(
+    "2048", "openenv_train.envs.openspiel:TwentyFortyEightEnvironment",
+    "The 2048 sliding-tile game with seeded tile spawns (OpenSpiel's 2048, pure Python).",
+    action='{"action_id": int}  (0 up, 1 right, 2 down, 3 left)', reward="points of the tiles merged by each move",
+    tags=("openspiel", "game", "single-player", "stochastic"),
+))
+register(EnvSpec(
+    "kuhn_poker", "openenv_train.envs.openspiel:KuhnPokerEnvironment",
+    "Two-player Kuhn poker against a random, fixed or heuristic opponent (OpenSpiel's kuhn_poker, pure Python).",
+    action='{"action_id": int}  (0 pass/fold, 1 bet/call)', reward="chips won or lost (+-1 or +-2) on the final step",
+    tags=("openspiel", "game", "two-player", "imperfect-information"),
+))
 # -- chess and grid worlds -------------------------------------------------------------------------------
+register(EnvSpec(
+    "chess", "openenv_train.envs.chess:ChessEnvironment",
+    "Chess against a seeded random or shallow alpha-beta opponent (python-chess).",
+    action='{"move": str} in UCI ("e2e4") or SAN ("Nf3")',
+    reward="+1 win, -1 loss, 0 draw at the end of the game; 0.0 otherwise",
+    dependencies=("chess>=1.10,<2",), tags=("game", "board-game", "two-player"),
+))
+register(EnvSpec(
+    "maze", "openenv_train.envs.gridworlds:MazeEnvironment",
+    "A seeded perfect maze: walk from the top-left cell to the exit; walls block moves.",
+    action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}',
+    reward="1.0 on reaching the exit; -step_penalty (default 0) per other step", tags=("game", "grid"),
+))
+register(EnvSpec(
+    "grid_world", "openenv_train.envs.gridworlds:GridWorldEnvironment",
+    "The classic gridworld: reach the goal, avoid pits; seeded layouts and optional slippery moves.",
+    action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}',
+    reward="+1 goal, -1 pit (both end it); -step_cost (default 0.01) per other step", tags=("game", "grid"),
+))
+register(EnvSpec(
+    "snake", "openenv_train.envs.gridworlds:SnakeEnvironment",
+    "Snake on a square board: eat seeded food to grow; the edge or your own body kills you.",
+    action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}; {} keeps the heading',
+    reward="+1 per food eaten, -1 on death, 0.0 otherwise", tags=("game", "grid"),
+))
 # -- reasoning_gym and sql_tools -------------------------------------------------------------------------
+register(EnvSpec(
+    "reasoning_gym", "openenv_train.envs.reasoning_gym:ReasoningGymEnvironment",
+    "One procedurally generated question from a reasoning-gym dataset; one answer, scored by its score_answer.",
+    action='{"answer": str}', reward="the dataset's score_answer in [0, 1] for the one answer (1.0 = correct)",
+    dependencies=("reasoning-gym>=0.1.25,<0.2",), tags=("reasoning", "single-turn"),
+))
+register(EnvSpec(
+    "sql_tools", "openenv_train.envs.sql_tools:SQLToolsEnvironment",
+    "Answer a question about a small shop database (SQLite) with read-only SQL tools, then submit the answer.",
+    action='{"type": "call_tool", "tool_name": "get_question"|"list_tables"|"describe_table"|"query"|"submit_answer", '
+           '"arguments": {...}}',
+    reward="1.0 for a correct submit_answer (numbers within 1e-4 relative), else 0.0; submit ends the episode",
+    tags=("mcp", "sql", "tool-use"),
+))
