@@ -92,7 +92,14 @@ def isolated_command(config: SandboxConfig, inner: Sequence[str], *, bwrap: str,
     ]
     for path in rw_dirs:
         binds.add(path, writable=True)
-    args += [*binds.args, "--size", size, "--tmpfs", config.workdir,
+    args += binds.args
+    for path in config.hidden_paths:  # after the binds, so they cover what the binds expose
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            args += ["--size", "4096", "--tmpfs", real, "--remount-ro", real]
+        elif os.path.exists(real):
+            args += ["--ro-bind", "/dev/null", real]
+    args += ["--size", size, "--tmpfs", config.workdir,
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", config.workdir, "--", *inner]
     if not staging:
         return args

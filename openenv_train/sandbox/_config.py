@@ -82,6 +82,9 @@ class SandboxConfig:
     """Host paths mounted read-only at the same place (missing ones are skipped; symlinks are recreated)."""
     ro_paths: tuple[str, ...] = ()
     """More host paths mounted read-only at the same place, e.g. a data set or another package's source."""
+    hidden_paths: tuple[str, ...] = ()
+    """Host paths hidden inside even where a mount would show them (an empty directory; a file becomes an
+    unreadable device node), e.g. an env's answer key that ships inside the mounted package."""
     env: dict[str, str] = field(default_factory=dict)
     """Variables set inside, on top of the minimal PATH, HOME, LANG, TMPDIR, USER; nothing else is inherited."""
     allow_unsafe: bool = False
@@ -98,7 +101,7 @@ class SandboxConfig:
         if not os.path.isabs(workdir) or workdir != self.workdir or workdir in _RESERVED_DIRS:
             raise ValueError(f"workdir must be a normalized absolute path other than {', '.join(_RESERVED_DIRS)}, "
                              f"got {self.workdir!r}; e.g. '/scratch'")
-        for path in (self.python, *self.system_paths, *self.ro_paths):
+        for path in (self.python, *self.system_paths, *self.ro_paths, *self.hidden_paths):
             if not os.path.isabs(path):
                 raise ValueError(f"sandbox paths must be absolute, got {path!r}")
         if "/" in {os.path.normpath(path) for path in (*self.system_paths, *self.ro_paths)}:

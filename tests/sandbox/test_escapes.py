@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import textwrap
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.sandbox import Sandbox
+from openenv_train.sandbox import Sandbox, SandboxConfig
+from tests.sandbox.conftest import require_sandbox
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -159,3 +161,28 @@ def test_no_privileges_inside(box: Sandbox) -> None:
     assert "ALLOWED" not in result.stdout
     assert lines[1:] == ["ptrace-supervisor Operation not permitted", "new-user-namespace No space left on device",
                          "mount Operation not permitted", "setuid-root Invalid argument"]
+
+
+def test_hidden_paths_stay_hidden_under_mounted_parents(tmp_path: Path, config: SandboxConfig) -> None:
+    require_sandbox()
+    shown = tmp_path / "shown"
+    secret_dir = shown / "answers"
+    secret_dir.mkdir(parents=True)
+    (secret_dir / "key.txt").write_text("the answer is 42")
+    (shown / "tests.json").write_text('{"hidden": true}')
+    (shown / "public.txt").write_text("public")
+    os.chmod(tmp_path, 0o755)
+    hidden = dataclasses.replace(config, ro_paths=(str(shown),), hidden_paths=(str(secret_dir), str(shown / "tests.json")))
+    with Sandbox(hidden) as box:
+        result = box.run_python(
+            "import os, sys\n"
+            f"base = {str(shown)!r}\n"
+            "print(open(os.path.join(base, 'public.txt')).read())\n"
+            "print(sorted(os.listdir(os.path.join(base, 'answers'))))\n"
+            "try:\n"
+            "    print(repr(open(os.path.join(base, 'tests.json')).read()))\n"
+            "except OSError as exc:\n"
+            "    print(type(exc).__name__)\n"
+        )
+    assert result.stdout.splitlines()[:2] == ["public", "[]"], result
+    assert result.stdout.splitlines()[2] in ("''", "PermissionError"), result  # never the file's content

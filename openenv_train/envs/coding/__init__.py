@@ -1,0 +1,21 @@
+"""The coding env: write Python in the OS sandbox; a submit runs hidden unit tests (reward: fraction passed)."""
+
+from ._env import CodingEnvironment
+from ._grader import CaseResult
+from ._models import CodingAction, CodingObservation, CodingState
+from ._sandboxing import RunLimits, RunObservation
+from ._tasks import CodingTask, HiddenTest, bundled_tasks, choose_task
+
+__all__ = [
+    "CaseResult",
+    "CodingAction",
+    "CodingEnvironment",
+    "CodingObservation",
+    "CodingState",
+    "CodingTask",
+    "HiddenTest",
+    "RunLimits",
+    "RunObservation",
+    "bundled_tasks",
+    "choose_task",
+]
