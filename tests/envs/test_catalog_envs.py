@@ -17,6 +17,13 @@ from tests.conftest import serve_inloop
 NAMES = [spec.name for spec in list_envs()]
 
 
+def _skip_without_sandbox(name: str) -> None:
+    if "sandbox" in get_spec(name).tags:
+        from tests.sandbox.conftest import require_sandbox
+
+        require_sandbox()
+
+
 def _sample_action(env_cls: type[Environment[Any, Any, Any]]) -> dict[str, Any]:
     if issubclass(env_cls, MCPEnvironment):
         spec = next(iter(env_cls.tools.values()))
@@ -31,6 +38,7 @@ async def _maybe(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", NAMES)
 async def test_env_contract(name: str) -> None:
+    _skip_without_sandbox(name)
     env_cls = load_env_class(name)
     assert issubclass(env_cls, Environment)
     assert env_cls.metadata_info().name == name
@@ -54,6 +62,7 @@ async def test_env_contract(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 async def test_env_is_served_over_the_wire(name: str) -> None:
+    _skip_without_sandbox(name)
     env_cls = load_env_class(name)
     async with serve_inloop(env_cls) as server:
         async with GenericEnvClient(server.url) as client:
