@@ -65,10 +65,11 @@ def test_no_interfaces_but_loopback_and_no_dns(box: Sandbox) -> None:
                                     str(PROJECT_DIR / "openenv_train" / "evil")])
 def test_cannot_write_outside_the_scratch_dir(box: Sandbox, target: str) -> None:
     result = box.run_python(f"open({target!r}, 'w').write('pwned')")
-    assert result.exit_code == 1
-    assert any(error in result.stderr for error in ("Read-only file system", "Permission denied",
-                                                    "No such file or directory"))
-    assert not os.path.exists(target)
+    if not target.startswith("/tmp/"):  # under /tmp it lands in the sandbox's own private tmpfs
+        assert result.exit_code == 1
+        assert any(error in result.stderr for error in ("Read-only file system", "Permission denied",
+                                                        "No such file or directory"))
+    assert not os.path.exists(target)  # the host never sees it
 
 
 def test_cannot_read_host_files_outside_the_allowed_paths(box: Sandbox, tmp_path: Path) -> None:
