@@ -1,0 +1,1 @@
+"""Inspect AI tasks, scorers and model provider (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""Trainer adapters: TRL, SkyRL, ART, Unsloth (see DESIGN.md)."""

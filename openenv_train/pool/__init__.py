@@ -1,0 +1,1 @@
+"""The Ray rollout pool: actors, dispatch, backpressure and failure handling (see DESIGN.md)."""

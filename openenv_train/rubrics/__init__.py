@@ -1,0 +1,1 @@
+"""Composable reward rubrics that score trace rows (see DESIGN.md)."""
