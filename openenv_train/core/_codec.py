@@ -118,10 +118,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
 
 
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def loads(text: str | bytes) -> Any:
     """Parse strict JSON: NaN/Infinity and nesting deeper than Python's recursion limit raise ValueError."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode()
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _STRICT_DECODER.decode(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 
