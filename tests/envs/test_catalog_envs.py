@@ -77,3 +77,18 @@ def test_unknown_names_suggest_close_matches() -> None:
         get_spec("countr")
     with pytest.raises(EnvLoadError, match="module:ClassName"):
         load_env_class("no-such-env")
+
+
+@pytest.mark.parametrize("name", NAMES)
+async def test_openenv_generic_client_drives_every_env(name: str) -> None:
+    _skip_without_sandbox(name)
+    from openenv.core import GenericEnvClient as OpenEnvGenericClient
+
+    env_cls = load_env_class(name)
+    async with serve_inloop(env_cls) as server:
+        async with OpenEnvGenericClient(base_url=server.url) as client:
+            first = await client.reset(seed=5)
+            assert isinstance(first.observation, dict) and first.done is False
+            result = await client.step(_sample_action(env_cls))
+            assert isinstance(result.observation, dict)
+            assert (await client.state())["step_count"] == 1
