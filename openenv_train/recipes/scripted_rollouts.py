@@ -1,5 +1,8 @@
 """Serve envs in subprocesses and play many concurrent episodes with scripted policies.
 
+Wordle is played by the expert solver (``openenv_train.envs.wordle.solver``), the counter by a greedy or
+random policy, echo by calling its tools.
+
 The project's main job until the Wordle GRPO recipe lands: it exercises the whole
 runtime (providers, server, typed and MCP clients, concurrency) and writes what it saw::
 
@@ -30,6 +33,7 @@ class RolloutConfig:
 
     name: str = "scripted-rollouts"
     output_dir: str = "runs"
+    wordle_episodes: int = 100
     counter_episodes: int = 200
     echo_episodes: int = 50
     concurrency: int = 32
@@ -67,6 +71,25 @@ async def _counter_episode(client: Any, cfg: RolloutConfig, seed: int) -> dict[s
             "won": total > 0, "ok": True}
 
 
+async def _wordle_episode(client: Any, cfg: RolloutConfig, seed: int) -> dict[str, Any]:
+    from ..envs.wordle.solver import WordleSolver
+
+    solver = _SOLVERS.setdefault("wordle", WordleSolver())
+    result = await client.reset(seed=seed)
+    steps = []
+    while not result.done and len(steps) < cfg.max_steps:
+        action = solver.act(result.observation)
+        result = await client.step(action)
+        steps.append({"action": action, "reward": result.reward, "done": result.done,
+                      "feedback": (result.observation.get("feedback") or [None])[-1]})
+    won = result.reward == 1.0
+    return {"env": "wordle", "seed": seed, "steps": steps, "total_reward": result.reward or 0.0, "won": won,
+            "guesses": len(steps), "ok": True}
+
+
+_SOLVERS: dict[str, Any] = {}
+
+
 async def _echo_episode(client: Any, cfg: RolloutConfig, seed: int) -> dict[str, Any]:
     await client.reset(seed=seed)
     tools = [t.name for t in await client.list_tools(use_cache=False)]
@@ -84,7 +107,7 @@ async def _play(env: str, episodes: int, cfg: RolloutConfig, rows: list[dict[str
     provider = LocalProcessProvider(env, max_sessions=cfg.concurrency + 8)
     endpoint = await provider.start()
     client_cls = MCPToolClient if env == "echo" else GenericEnvClient
-    play = _echo_episode if env == "echo" else _counter_episode
+    play = {"echo": _echo_episode, "wordle": _wordle_episode, "counter": _counter_episode}[env]
     seeds = iter(range(cfg.seed, cfg.seed + episodes))
     task = progress.add_task(f"{env} episodes", total=episodes)
 
@@ -127,9 +150,10 @@ async def run(cfg: RolloutConfig) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     with Progress() as progress:
-        await _play("counter", cfg.counter_episodes, cfg, rows, progress)
-        if cfg.echo_episodes:
-            await _play("echo", cfg.echo_episodes, cfg, rows, progress)
+        for env, episodes in (("wordle", cfg.wordle_episodes), ("counter", cfg.counter_episodes),
+                              ("echo", cfg.echo_episodes)):
+            if episodes:
+                await _play(env, episodes, cfg, rows, progress)
     summary = {"config": asdict(cfg), **_summary(rows, time.perf_counter() - start)}
     out = Path(cfg.output_dir) / cfg.name
     out.mkdir(parents=True, exist_ok=True)
