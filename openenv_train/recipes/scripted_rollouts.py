@@ -76,7 +76,7 @@ async def _wordle_episode(client: Any, cfg: RolloutConfig, seed: int) -> dict[st
 
     solver = _SOLVERS.setdefault("wordle", WordleSolver())
     result = await client.reset(seed=seed)
-    steps = []
+    steps: list[dict[str, Any]] = []
     while not result.done and len(steps) < cfg.max_steps:
         action = solver.act(result.observation)
         result = await client.step(action)
