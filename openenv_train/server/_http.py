@@ -90,7 +90,7 @@ class HttpRoutes:
     async def _stateless(self, what: str, body: dict[str, Any]) -> Response:
         """/reset, /step, /state on a fresh env that is closed afterwards (as OpenEnv does)."""
         try:
-            env = self.registry.build_env()
+            env = await self.registry.build_env_async()
         except ProtocolError as exc:
             return 500, {"detail": exc.message}
         session = Session("http", env, self.registry.info, "http", self.registry.executor)

@@ -112,7 +112,7 @@ class McpRpc:
 
     async def _on_temporary_env(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            env = self.registry.build_env()
+            env = await self.registry.build_env_async()
         except ProtocolError as exc:
             raise JsonRpcError(JsonRpcCode.SERVER_ERROR, exc.message, exc.details) from None
         temp = Session("temporary", env, self.registry.info, "mcp", self.registry.executor)

@@ -235,6 +235,12 @@ class SessionRegistry:
                 factory_name=self.factory_name,
             ) from exc
 
+    async def build_env_async(self) -> Environment[Any, Any, Any]:
+        """:meth:`build_env`, in a worker thread for blocking envs."""
+        if self.executor is None:
+            return self.build_env()
+        return await asyncio.get_running_loop().run_in_executor(self.executor, self.build_env)
+
     def create(self, kind: str) -> Session:
         """Build and register a session synchronously (quick env constructors)."""
         session_id = self.reserve()
@@ -248,7 +254,7 @@ class SessionRegistry:
         # Hold the slot while the constructor runs so the cap cannot be overshot.
         self.sessions[session_id] = None  # type: ignore[assignment]
         try:
-            env = await asyncio.get_running_loop().run_in_executor(self.executor, self.build_env)
+            env = await self.build_env_async()
         finally:
             del self.sessions[session_id]
         return self.add(session_id, env, kind)
