@@ -1,0 +1,24 @@
+"""Child process of test_writer_kill: writes episodes 0..N-1 of run "run", skipping those already written."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+SIZE: dict[str, Any] = {"turns": 3, "n_prompt": 300, "n_completion": 100}
+
+
+def main(run_dir: str, episodes: int) -> None:
+    from openenv_train.harbor import TraceWriter
+    from tests.harbor._rows import make_row
+
+    with TraceWriter(run_dir, flush_rows=4, flush_seconds=0.02) as writer:
+        print("READY", writer.rows_written, flush=True)
+        for i in range(episodes):
+            if not writer.written(("run", f"ep{i}")):
+                writer.write(make_row(i, **SIZE))
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
