@@ -1,1 +1,58 @@
-"""Policy backends: local transformers model, tiny offline model, OpenAI-compatible upstream (see DESIGN.md)."""
+"""Policy backends and the OpenAI-compatible endpoint that captures every call (see DESIGN.md, TRACE.md).
+
+- :class:`PolicyServer`: ``/v1/chat/completions``, ``/v1/models``, ``/health``; records calls made with a
+  capture session into a :class:`~openenv_train.harbor.CaptureStore`.
+- :class:`LocalBackend`: a transformers model in this process (a path, or a trainer's live model), batched,
+  with exact token ids and logprobs.
+- :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
+- :func:`build_tiny_model`: a tiny random-weight chat model with Qwen2.5's template, built offline.
+
+Importing this package does not import torch or transformers; the backends load them when built.
+"""
+
+from ._endpoint import EndpointConfig, PolicyServer
+from ._errors import (
+    AuthenticationFailed,
+    BackendFailed,
+    ContextLengthExceeded,
+    InvalidRequest,
+    NotFound,
+    PolicyError,
+    UpstreamFailed,
+)
+from ._local import LocalBackend, LocalConfig
+from ._messages import normalise_messages, parse_tool_calls
+from ._openai import completion_json, parse_chat_request
+from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
+from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
+from ._upstream import UpstreamBackend, UpstreamConfig
+
+__all__ = [
+    "AuthenticationFailed",
+    "BackendFailed",
+    "ChatChoice",
+    "ChatRequest",
+    "ChatResult",
+    "ContextLengthExceeded",
+    "Continuation",
+    "EndpointConfig",
+    "InvalidRequest",
+    "LocalBackend",
+    "LocalConfig",
+    "NotFound",
+    "PolicyBackend",
+    "PolicyError",
+    "PolicyServer",
+    "SamplingParams",
+    "TinyModelConfig",
+    "UpstreamBackend",
+    "UpstreamConfig",
+    "UpstreamFailed",
+    "build_tiny_model",
+    "build_tiny_tokenizer",
+    "completion_json",
+    "normalise_messages",
+    "parse_chat_request",
+    "parse_tool_calls",
+    "teach_tiny_model",
+]

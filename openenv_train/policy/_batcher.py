@@ -1,0 +1,136 @@
+"""Collect concurrent generation jobs for a few milliseconds and run them as one batch in a worker thread.
+
+A batch that raises is retried job by job, so a failure lands only on the jobs that cause it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+__all__ = ["Batcher", "BatchInfo"]
+
+RowT = TypeVar("RowT")  # a row to generate
+OutT = TypeVar("OutT")  # what a row produced
+
+
+@dataclass
+class BatchInfo:
+    """How a job was run: time spent waiting, time generating, rows in its batch."""
+
+    queue_s: float = 0.0
+    generate_s: float = 0.0
+    batch_rows: int = 0
+
+
+@dataclass
+class _Job(Generic[RowT, OutT]):
+    rows: list[RowT]
+    future: asyncio.Future[tuple[list[OutT], BatchInfo]]
+    queued_at: float = field(default_factory=time.perf_counter)
+
+
+class Batcher(Generic[RowT, OutT]):
+    """Batches jobs (lists of rows) for ``run_rows``, a blocking function called in one worker thread.
+
+    Args:
+        run_rows: Generates all rows of a batch, returning one output per row, in order.
+        window_s: How long the first job of a batch waits for company.
+        max_rows: Most rows per batch (a single larger job still runs, alone).
+    """
+
+    def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32) -> None:
+        self.run_rows = run_rows
+        self.window_s = window_s
+        self.max_rows = max_rows
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: list[_Job[RowT, OutT]] = []
+        self._wake: asyncio.Event | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def submit(self, rows: list[RowT]) -> tuple[list[OutT], BatchInfo]:
+        """Queue one job and wait for its outputs.
+
+        Raises:
+            Exception: what ``run_rows`` raised when this job ran on its own.
+        """
+        loop = asyncio.get_running_loop()
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="policy-generate")
+        if self._loop is not loop or self._worker is None or self._worker.done():
+            self._loop, self._wake = loop, asyncio.Event()
+            self._worker = loop.create_task(self._run(), name="policy-batcher")
+        future: asyncio.Future[tuple[list[OutT], BatchInfo]] = loop.create_future()
+        self._pending.append(_Job(rows, future))
+        assert self._wake is not None
+        self._wake.set()
+        return await future
+
+    async def _run(self) -> None:
+        assert self._wake is not None and self._loop is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                if sum(len(j.rows) for j in self._pending) < self.max_rows:
+                    await asyncio.sleep(self.window_s)
+                batch: list[_Job[RowT, OutT]] = []
+                rows = 0
+                while self._pending and (not batch or rows + len(self._pending[0].rows) <= self.max_rows):
+                    job = self._pending.pop(0)
+                    batch.append(job)
+                    rows += len(job.rows)
+                batch = [j for j in batch if not j.future.done()]  # callers that went away
+                if batch:
+                    assert self._executor is not None
+                    results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
+                    for job, result in zip(batch, results, strict=True):
+                        if job.future.done():
+                            continue
+                        if isinstance(result, BaseException):
+                            job.future.set_exception(result)
+                        else:
+                            job.future.set_result(result)
+
+    def _run_batch(self, jobs: list[_Job[RowT, OutT]]) -> list[tuple[list[OutT], BatchInfo] | BaseException]:
+        """In the worker thread: the whole batch at once, or on failure each job alone."""
+        rows = [r for j in jobs for r in j.rows]
+        start = time.perf_counter()
+        try:
+            outputs = self.run_rows(rows)
+        except Exception as exc:
+            if len(jobs) == 1:
+                return [exc]
+            return [self._run_batch([j])[0] for j in jobs]
+        seconds = time.perf_counter() - start
+        results: list[tuple[list[OutT], BatchInfo] | BaseException] = []
+        for job in jobs:
+            info = BatchInfo(queue_s=start - job.queued_at, generate_s=seconds, batch_rows=len(rows))
+            results.append((outputs[: len(job.rows)], info))
+            outputs = outputs[len(job.rows):]
+        return results
+
+    async def aclose(self) -> None:
+        """Stop the worker task and the thread (queued jobs are cancelled); a later ``submit`` starts them again."""
+        worker, loop = self._worker, self._loop
+        if worker is not None and loop is not None:
+            if loop is asyncio.get_running_loop():
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(worker.cancel)
+        for job in self._pending:
+            if not job.future.done():
+                job.future.cancel()
+        self._pending.clear()
+        self._worker = self._loop = self._wake = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

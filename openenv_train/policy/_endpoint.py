@@ -1,0 +1,253 @@
+"""The policy endpoint: an OpenAI-compatible HTTP server over a backend that records every call it answers.
+
+``POST /v1/chat/completions`` answers in OpenAI's format (plus vLLM-style ``prompt_token_ids`` and per-choice
+``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. A call that
+names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
+recorded in the :class:`~openenv_train.harbor.CaptureStore` as one TrainingTurn per choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..harbor._capture import CaptureStore
+from ..harbor._errors import UnknownCaptureSession, mask_secret
+from ._capture_turns import find_continuation, turns_for
+from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError
+from ._http import HttpRequest, HttpResponse, HttpServer
+from ._openai import completion_json, parse_chat_request
+from ._types import PolicyBackend
+
+__all__ = ["EndpointConfig", "PolicyServer"]
+
+log = logging.getLogger("openenv_train.policy")
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Options of a :class:`PolicyServer` beyond its address and key."""
+
+    max_n: int = 16
+    """Most choices per request (``n``); more gets a 400."""
+    max_body: int = 32 * 2**20
+    """Largest request body, in bytes."""
+    token_continuity: bool = True
+    """In a capture session, feed the model the exact ids of the earlier turn a request extends (prompt and
+    sampled completion, as TRL's multi-turn loop does) and render only the messages after it; the text is the
+    same, but sampled tokens that would tokenise differently as text stay as sampled. False always renders the
+    whole conversation with the chat template."""
+    anonymous_tokens: tuple[str, ...] = ("EMPTY",)
+    """Bearer tokens that mean "no session" when no api_key is set (vLLM's convention)."""
+    shutdown_grace_s: float = 5.0
+    """How long ``stop()`` waits for requests in flight."""
+
+
+def _json(status: int, payload: Any) -> HttpResponse:
+    return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
+
+
+def _error(exc: PolicyError) -> HttpResponse:
+    return _json(exc.status, exc.to_json())
+
+
+def _http_error(status: int, message: str) -> HttpResponse:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return _json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+
+
+class PolicyServer:
+    """Serve a policy backend over OpenAI's chat-completions API, recording calls into a capture store.
+
+    Use it in an event loop (``async with PolicyServer(...) as server``) or from sync code
+    (``with PolicyServer(...).run_in_thread() as server``); ``server.base_url`` is what an OpenAI client takes.
+
+    Args:
+        backend: What answers (:class:`LocalBackend`, :class:`UpstreamBackend`, or any :class:`PolicyBackend`).
+        capture: Where calls with a capture session are recorded; None serves without capture.
+        host: Interface to bind.
+        port: TCP port; 0 picks a free one.
+        api_key: When set, every request needs ``Bearer <api_key>`` or an open capture session id (else 401).
+        config: Limits and behaviour.
+    """
+
+    def __init__(self, backend: PolicyBackend, *, capture: CaptureStore | None = None, host: str = "127.0.0.1",
+                 port: int = 0, api_key: str | None = None, config: EndpointConfig | None = None) -> None:
+        self.backend = backend
+        self.capture = capture
+        self.api_key = api_key
+        self.config = config or EndpointConfig()
+        self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the started server."""
+        return f"http://{self.http.host}:{self.http.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The ``/v1`` URL an OpenAI client takes as ``base_url``."""
+        return f"{self.url}/v1"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> PolicyServer:
+        """Bind and serve in the running event loop.
+
+        Raises:
+            ServerStartError: the address cannot be bound.
+        """
+        await self.http.start()
+        return self
+
+    async def stop(self) -> None:
+        """Finish requests in flight, close connections, release the backend's tasks and threads."""
+        await self.http.stop(self.config.shutdown_grace_s)
+        await self.backend.aclose()
+
+    async def __aenter__(self) -> PolicyServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def run_in_thread(self, *, timeout_s: float = 30.0) -> PolicyServer:
+        """Serve from a background thread with its own event loop, for sync callers; ``close()`` stops it.
+
+        Raises:
+            ServerStartError: the address cannot be bound.
+        """
+        loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            loop.run_forever()
+            loop.close()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=serve, name="policy-server", daemon=True)
+        self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(self.start(), loop)
+        try:
+            started.result(timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self, *, timeout_s: float = 30.0) -> None:
+        """Stop a server started with :meth:`run_in_thread`."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self.stop(), loop).result(timeout_s)
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> PolicyServer:
+        return self if self._thread is not None else self.run_in_thread()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests ----------------------------------------------------------------------------------
+    async def handle(self, request: HttpRequest) -> HttpResponse:
+        """Route one HTTP request; every failure becomes an OpenAI-style error body."""
+        try:
+            return await self._route(request)
+        except PolicyError as exc:
+            return _error(exc)
+
+    async def _route(self, request: HttpRequest) -> HttpResponse:
+        path = request.path.rstrip("/") or "/"
+        if path == "/health":
+            return _json(200, {"status": "ok", "model": self.backend.model_id})
+        if path == "/v1/chat/completions":
+            if request.method != "POST":
+                return _http_error(405, "use POST for /v1/chat/completions")
+            return await self._chat(request)
+        if path == "/v1/models" or path.startswith("/v1/models/"):
+            if request.method not in ("GET", "HEAD"):
+                return _http_error(405, f"use GET for {path}")
+            self._session(request.headers)
+            card = {"id": self.backend.model_id, "object": "model", "created": 0, "owned_by": "openenv-train"}
+            if path == "/v1/models":
+                return _json(200, {"object": "list", "data": [card]})
+            if path[len("/v1/models/"):] != self.backend.model_id:
+                raise NotFound(f"model {path[len('/v1/models/'):]!r} is not served here; GET /v1/models lists "
+                               f"{self.backend.model_id!r}", code="model_not_found")
+            return _json(200, card)
+        raise NotFound(f"no route {request.method} {request.path}; this server answers POST /v1/chat/completions, "
+                       "GET /v1/models and GET /health")
+
+    def _session(self, headers: dict[str, str]) -> str | None:
+        """The capture session a request names, or None.
+
+        Raises:
+            NotFound: it names a session that is not open.
+            AuthenticationFailed: an api_key is set and the token is neither it nor an open session.
+        """
+        auth = headers.get("authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        store = self.capture
+        explicit = headers.get("x-capture-session", "").strip()
+        if explicit:
+            if store is None or explicit not in store:
+                raise NotFound(str(UnknownCaptureSession(explicit)), param="X-Capture-Session", code="unknown_session")
+            if self.api_key is not None and token != self.api_key and token not in store:
+                raise AuthenticationFailed("the bearer token is not this server's api_key", code="invalid_api_key")
+            return explicit
+        if token and store is not None and token in store:
+            return token
+        if self.api_key is not None:
+            if token == self.api_key:
+                return None
+            raise AuthenticationFailed(
+                f"the bearer token {mask_secret(token)} is neither this server's api_key nor an open capture session",
+                code="invalid_api_key",
+            )
+        if token and store is not None and token not in self.config.anonymous_tokens:
+            raise NotFound(f"{UnknownCaptureSession(token)} (or send no Authorization header to call without capture)",
+                           code="unknown_session")
+        return None
+
+    async def _chat(self, request: HttpRequest) -> HttpResponse:
+        started_at, start = time.time(), time.perf_counter()
+        session = self._session(request.headers)
+        try:
+            body = json.loads(request.body)
+        except ValueError as exc:
+            raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
+        chat = parse_chat_request(body, max_n=self.config.max_n)
+        if session is not None and self.config.token_continuity:
+            assert self.capture is not None
+            chat.continuation = find_continuation(self.capture, session, chat)
+        try:
+            result = await self.backend.chat(chat)
+        except PolicyError:
+            raise
+        except Exception as exc:  # the model broke on this request; others are unaffected
+            log.exception("backend failed")
+            raise BackendFailed(f"the model failed on this request: {type(exc).__name__}: {exc}") from None
+        request_id = f"chatcmpl-{uuid.uuid4().hex}"
+        response = completion_json(result, chat, request_id=request_id, created=int(started_at))
+        if session is not None:
+            assert self.capture is not None
+            timings = {"started_at": started_at, "total_s": time.perf_counter() - start,
+                       **result.info.get("timings", {})}
+            try:
+                for turn in turns_for(chat, result, response, timings=timings):
+                    self.capture.record(session, turn)
+            except UnknownCaptureSession:
+                log.warning("capture session %s closed before its call returned; the turn is not recorded",
+                            mask_secret(session))
+        return _json(200, response)

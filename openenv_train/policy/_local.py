@@ -1,0 +1,233 @@
+"""A policy backend that runs a transformers causal LM in this process, batching concurrent requests.
+
+Prompts are rendered with the model's chat template (tools included); completions come back with their exact
+token ids and logprobs (see :mod:`._generation` for which distribution), so every answer is training data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._batcher import Batcher
+from ._errors import ContextLengthExceeded, InvalidRequest
+from ._messages import reply_message
+from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason
+
+__all__ = ["LocalBackend", "LocalConfig"]
+
+#: Options a local model cannot honour, with their neutral values (anything else gets a 400).
+_NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "repetition_penalty": 1, "min_p": 0, "min_tokens": 0}
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """Options of a :class:`LocalBackend`."""
+
+    batch_window_s: float = 0.005
+    """How long a request waits for others to share its batch."""
+    max_batch_rows: int = 32
+    """Most completions generated together."""
+    default_max_tokens: int = 1024
+    """Completion limit when a request sets none (always capped by the context left)."""
+    context: int | None = None
+    """Context length in tokens; None reads ``max_position_embeddings`` from the model config."""
+
+    def __post_init__(self) -> None:
+        if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0:
+            raise ValueError("max_batch_rows and default_max_tokens must be >= 1 and batch_window_s >= 0")
+
+
+class LocalBackend:
+    """Serve a causal LM from a path or a live model object (e.g. the one a trainer is training).
+
+    Requests are batched in one worker thread; the model is not put in eval mode or otherwise touched, so a
+    trainer's weights are used as they are at each forward pass.
+
+    Args:
+        model: A folder or Hub id to load with ``AutoModelForCausalLM.from_pretrained``, or a loaded model.
+        tokenizer: The tokenizer (required with a model object; loaded from the path otherwise).
+        config: Batching and limits.
+        model_id: Name served in ``/v1/models``; default the path or ``config.name_or_path``.
+    """
+
+    def __init__(self, model: str | Path | Any, tokenizer: Any = None, *, config: LocalConfig | None = None,
+                 model_id: str | None = None) -> None:
+        if isinstance(model, str | Path):
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
+            model_id = model_id or str(model)
+            model = AutoModelForCausalLM.from_pretrained(model).eval()
+        elif tokenizer is None:
+            raise ValueError("a model object needs its tokenizer: LocalBackend(model, tokenizer)")
+        if tokenizer.chat_template is None:
+            raise ValueError("the tokenizer has no chat template; set tokenizer.chat_template before serving it")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config or LocalConfig()
+        self._model_id = model_id or getattr(model.config, "name_or_path", None) or "local"
+        self.context = self.config.context or int(getattr(model.config, "max_position_embeddings", 0) or 2048)
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self.version: int | None = None
+        """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
+        self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
+        self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
+                                                   max_rows=self.config.max_batch_rows)
+
+    @property
+    def model_id(self) -> str:
+        """The name answers carry."""
+        return self._model_id
+
+    def _generate(self, rows: list[Any]) -> list[Any]:
+        from ._generation import generate_rows
+
+        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id)
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Render, queue, generate, and parse tool calls.
+
+        Raises:
+            InvalidRequest: an option this backend cannot honour, a template error, or a prompt too long.
+            BackendFailed: the model failed on this request.
+        """
+        from ._generation import Row
+
+        start = time.perf_counter()
+        _check_supported(request)
+        prompt, continued = await asyncio.to_thread(self._render_locked, request)
+        if len(prompt) >= self.context:
+            raise ContextLengthExceeded(len(prompt), self.context)
+        params = request.sampling
+        max_new = min(params.max_tokens or self.config.default_max_tokens, self.context - len(prompt))
+        seed = params.seed if params.seed is not None else secrets.randbits(63)
+        stop_ids = self.eos_ids | frozenset(params.stop_token_ids)
+        rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids) for i in range(params.n)]
+        render_s = time.perf_counter() - start
+        outputs, batch = await self._batcher.submit(rows)
+        parse_tools = bool(request.tools) and request.tool_choice != "none"
+        choices = [self._choice(out, request, parse_tools) for out in outputs]
+        used = {**params.to_json(), "max_tokens": max_new, "seed": seed, "stop_token_ids": sorted(stop_ids)}
+        info = {"backend": "local", "policy_version": self.version, "continued_from": continued,
+                "batch_rows": batch.batch_rows,
+                "timings": {"render_s": render_s, "queue_s": batch.queue_s, "generate_s": batch.generate_s}}
+        return ChatResult(self.model_id, choices, prompt, exact=True, sampling_used=used, info=info)
+
+    def _render_locked(self, request: ChatRequest) -> tuple[list[int], str | None]:
+        with self._render_lock:
+            return self.render(request)
+
+    def render(self, request: ChatRequest) -> tuple[list[int], str | None]:
+        """The prompt ids for a request, and the node id of the earlier turn whose exact ids it reuses.
+
+        Without a usable continuation this is ``apply_chat_template(messages, tools=..., add_generation_prompt=True)``.
+
+        Raises:
+            InvalidRequest: the chat template rejects the messages.
+        """
+        full = self._apply(request.messages, request, generation=True)
+        cont = request.continuation
+        if cont is None:
+            return full, None
+        head = self._apply(request.messages[: cont.messages], request, generation=False)
+        ends = [i for i, t in enumerate(head) if t in self.eos_ids]
+        if full[: len(head)] != head or not ends:
+            return full, None  # the template rewrites earlier turns: fall back to rendering everything
+        ids = list(cont.token_ids)
+        return ids + full[ends[-1] + 1 if ids and ids[-1] in self.eos_ids else ends[-1]:], cont.node_id
+
+    def _apply(self, messages: list[dict[str, Any]], request: ChatRequest, *, generation: bool) -> list[int]:
+        try:
+            ids = self.tokenizer.apply_chat_template(
+                messages, tools=request.tools, add_generation_prompt=generation, tokenize=True, return_dict=False,
+                **request.chat_template_kwargs,
+            )
+        except Exception as exc:  # jinja errors (roles must alternate, ...), bad template kwargs
+            raise InvalidRequest(f"the chat template rejected the messages: {exc}", param="messages") from None
+        return list(ids)
+
+    def _choice(self, out: Any, request: ChatRequest, parse_tools: bool) -> ChatChoice:
+        if out.error is not None:
+            raise out.error
+        message = reply_message(out.text, parse_tools=parse_tools)
+        finish: FinishReason = "tool_calls" if "tool_calls" in message and out.finish_reason == "stop" \
+            else out.finish_reason
+        choice = ChatChoice(message, finish, out.token_ids, out.logprobs)
+        if request.sampling.logprobs:
+            choice.openai_logprobs = self._openai_logprobs(out, request)
+        return choice
+
+    def _openai_logprobs(self, out: Any, request: ChatRequest) -> dict[str, Any]:
+        as_ids = request.return_tokens_as_token_ids
+
+        def entry(token: int, logprob: float) -> dict[str, Any]:
+            raw = _token_bytes(self.tokenizer, token)
+            text = f"token_id:{token}" if as_ids else raw.decode("utf-8", errors="replace")
+            return {"token": text, "logprob": logprob, "bytes": list(raw)}
+
+        content = []
+        for i, (token, logprob) in enumerate(zip(out.token_ids, out.logprobs, strict=True)):
+            item = entry(token, logprob)
+            item["top_logprobs"] = [entry(t, lp) for t, lp in out.top_logprobs[i]] if out.top_logprobs else []
+            content.append(item)
+        return {"content": content}
+
+    async def aclose(self) -> None:
+        """Stop the batching task and its thread (the model stays loaded)."""
+        await self._batcher.aclose()
+
+
+def _check_supported(request: ChatRequest) -> None:
+    body = request.body
+    for key, neutral in _NEUTRAL.items():
+        if body.get(key) not in (None, neutral):
+            raise InvalidRequest(f"'{key}' is not supported by the local backend; leave it unset", param=key)
+    if body.get("logit_bias"):
+        raise InvalidRequest("'logit_bias' is not supported by the local backend", param="logit_bias")
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type", "text") != "text":
+        raise InvalidRequest("structured output ('response_format') is not supported by the local backend",
+                             param="response_format")
+    if request.tool_choice not in (None, "auto", "none"):
+        raise InvalidRequest(
+            f"tool_choice={request.tool_choice!r} needs constrained decoding, which the local backend does not do; "
+            "use 'auto' or 'none'", param="tool_choice",
+        )
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    """End-of-turn ids: the tokenizer's eos and the generation config's."""
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if configured is not None:
+        ids.update([configured] if isinstance(configured, int) else configured)
+    if not ids:
+        raise ValueError("the model has no end-of-turn token: set tokenizer.eos_token")
+    return frozenset(ids)
+
+
+_BYTE_DECODER: dict[str, int] = {}
+
+
+def _token_bytes(tokenizer: Any, token: int) -> bytes:
+    """The bytes a token stands for (byte-level BPE tokens map back exactly; others via decode)."""
+    if not _BYTE_DECODER:
+        printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+        extra = [b for b in range(256) if b not in printable]
+        _BYTE_DECODER.update({chr(b): b for b in printable})
+        _BYTE_DECODER.update({chr(256 + i): b for i, b in enumerate(extra)})
+    piece = tokenizer.convert_ids_to_tokens(token)
+    if token in tokenizer.added_tokens_decoder:
+        return str(piece).encode()
+    if isinstance(piece, str) and all(c in _BYTE_DECODER for c in piece):
+        return bytes(_BYTE_DECODER[c] for c in piece)
+    return str(tokenizer.decode([token])).encode()

@@ -1,0 +1,142 @@
+"""The data a policy backend takes and returns, and the backend Protocol itself."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = ["ChatChoice", "ChatRequest", "ChatResult", "Continuation", "FinishReason", "PolicyBackend", "SamplingParams"]
+
+FinishReason = Literal["stop", "length", "tool_calls"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one chat completion (OpenAI names; ``top_k`` and ``stop_token_ids`` are vLLM extras)."""
+
+    temperature: float = 1.0
+    """0 means greedy decoding."""
+    top_p: float = 1.0
+    """Nucleus sampling: keep the smallest set of tokens whose probability reaches ``top_p``."""
+    top_k: int = 0
+    """Keep only the ``top_k`` most likely tokens; 0 keeps all."""
+    max_tokens: int | None = None
+    """Most completion tokens; None lets the backend choose (its default, at most the context left)."""
+    stop: tuple[str, ...] = ()
+    """Strings that end the completion; the returned text stops before them."""
+    stop_token_ids: tuple[int, ...] = ()
+    """Token ids that end the completion, besides the model's end-of-turn tokens."""
+    seed: int | None = None
+    """Seed of the sampler; the same seed, prompt and parameters give the same completion."""
+    n: int = 1
+    """Completions for this prompt."""
+    logprobs: bool = False
+    """Return OpenAI ``logprobs`` per choice (token ids and logprobs are returned either way)."""
+    top_logprobs: int = 0
+    """Alternatives listed per token in ``logprobs`` (0-20)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON (lists for tuples)."""
+        out = asdict(self)
+        out["stop"], out["stop_token_ids"] = list(self.stop), list(self.stop_token_ids)
+        return out
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Token ids of an earlier turn of the same capture session that the new request's messages extend.
+
+    A backend that renders prompts itself may reuse these ids (prompt + completion, exactly as the model saw
+    and sampled them) instead of re-tokenising the earlier turns' text, and append the rendering of the
+    messages after them, as TRL's multi-turn loop does.
+    """
+
+    token_ids: tuple[int, ...]
+    """The earlier turn's prompt ids followed by its completion ids."""
+    messages: int
+    """How many leading messages of the new request these ids stand for (through the earlier reply)."""
+    node_id: str
+    """The earlier turn's ``node_id``."""
+
+
+@dataclass
+class ChatRequest:
+    """A parsed ``/v1/chat/completions`` request."""
+
+    messages: list[dict[str, Any]]
+    """Normalised messages (content as text; tool-call arguments as given)."""
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    model: str | None = None
+    """The model name the caller asked for (recorded; any name is served by the backend's model)."""
+    return_tokens_as_token_ids: bool = False
+    """vLLM extra: write ``logprobs`` tokens as ``token_id:<id>``."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra variables for the chat template (vLLM extra)."""
+    body: dict[str, Any] = field(default_factory=dict)
+    """The request body as received (an upstream backend forwards it)."""
+    continuation: Continuation | None = None
+
+
+@dataclass
+class ChatChoice:
+    """One completion: the assistant message and, when the backend has them, its exact tokens."""
+
+    message: dict[str, Any]
+    """OpenAI assistant message: ``role``, ``content`` and, when the model called tools, ``tool_calls``."""
+    finish_reason: FinishReason
+    token_ids: list[int] | None = None
+    """Completion token ids as sampled (end-of-turn token included when the model produced one)."""
+    logprobs: list[float] | None = None
+    """One logprob per completion token (see the backend for which distribution)."""
+    openai_logprobs: dict[str, Any] | None = None
+    """OpenAI ``logprobs`` object (``{"content": [...]}``), when asked for."""
+
+
+@dataclass
+class ChatResult:
+    """A backend's answer to one :class:`ChatRequest`."""
+
+    model: str
+    choices: list[ChatChoice]
+    prompt_token_ids: list[int] | None = None
+    """The tokens the model was fed; None when the backend cannot tell."""
+    exact: bool = False
+    """True when prompt ids, completion ids and logprobs are the ones the model used ("train" data)."""
+    sampling_used: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    """Backend details recorded in the turn metadata (timings, batch size, continuation, ...)."""
+    reported_usage: dict[str, Any] | None = None
+    """``usage`` as an upstream server reported it."""
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """OpenAI ``usage``: as reported upstream, else counted from the token ids."""
+        if self.reported_usage is not None:
+            return self.reported_usage
+        prompt = len(self.prompt_token_ids or ())
+        completion = sum(len(c.token_ids or ()) for c in self.choices)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+@runtime_checkable
+class PolicyBackend(Protocol):
+    """What :class:`~openenv_train.policy.PolicyServer` serves: anything that answers chat requests."""
+
+    @property
+    def model_id(self) -> str:
+        """The name ``/v1/models`` lists and answers carry."""
+        ...
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Answer one request.
+
+        Raises:
+            PolicyError: a subclass naming the HTTP status (400 for a request the backend cannot serve).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release threads, connections and tasks."""
+        ...

@@ -1,0 +1,172 @@
+"""A policy backend that forwards to any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
+
+It asks for token ids where the server may give them (vLLM's ``return_token_ids``, ``logprobs``; our own
+endpoint always returns ``prompt_token_ids``, ``token_ids`` and ``token_logprobs``). A server that rejects
+those extras is asked plainly from then on. An answer without exact ids is still served, and its turn is
+marked ``rollout_type="eval"``: it can be scored and evaluated, not trained on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._errors import InvalidRequest, UpstreamFailed
+from ._types import ChatChoice, ChatRequest, ChatResult
+
+__all__ = ["UpstreamBackend", "UpstreamConfig"]
+
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """Options of an :class:`UpstreamBackend`."""
+
+    token_ids: Literal["auto", "never"] = "auto"
+    """"auto" asks for token ids and logprobs (dropping the extras if the server refuses them); "never" sends
+    requests as they came (every turn is then "eval")."""
+    timeout_s: float = 600.0
+    """Longest wait for one upstream answer."""
+    max_connections: int = 256
+    """Connections kept to the upstream server."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra headers on every upstream request."""
+
+
+class UpstreamBackend:
+    """Forward chat requests to ``base_url`` (e.g. ``http://host:8000/v1``).
+
+    Args:
+        base_url: The upstream's OpenAI base URL, ending in ``/v1``.
+        api_key: Sent as ``Authorization: Bearer``; None sends none.
+        model: Model name to ask for; None forwards the caller's, or the upstream's first listed model.
+        config: Token-id policy, timeout and connection limits.
+    """
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, model: str | None = None,
+                 config: UpstreamConfig | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.model = model
+        self.config = config or UpstreamConfig()
+        self.extras_ok = self.config.token_ids == "auto"
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The model asked for, or the upstream URL when the caller chooses."""
+        return self.model or self.base_url
+
+    def _http(self) -> Any:
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            headers = {**self.config.headers, **({"authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
+            limits = httpx.Limits(max_connections=self.config.max_connections)
+            self._client = httpx.AsyncClient(headers=headers, timeout=self.config.timeout_s, limits=limits)
+            self._loop = loop
+        return self._client
+
+    async def _post(self, body: dict[str, Any]) -> tuple[int, Any]:
+        import httpx
+
+        url = f"{self.base_url}/chat/completions"
+        try:
+            reply = await self._http().post(url, json=body)
+        except httpx.TimeoutException:
+            raise UpstreamFailed(f"{url} did not answer within {self.config.timeout_s:g}s") from None
+        except httpx.HTTPError as exc:
+            raise UpstreamFailed(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+        try:
+            return reply.status_code, reply.json()
+        except ValueError:
+            return reply.status_code, {"error": {"message": reply.text[:500]}}
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Forward one request and read exact ids from the answer where it has them.
+
+        Raises:
+            InvalidRequest: the upstream refused the request (4xx).
+            UpstreamFailed: the upstream failed, timed out or could not be reached.
+        """
+        start = time.perf_counter()
+        body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
+        body["model"] = self.model or body.get("model") or await self._first_model()
+        extras = self.extras_ok
+        status, data = await self._post(self._with_extras(body, request) if extras else body)
+        if status == 400 and extras:
+            status, data = await self._post(body)
+            if status < 400:
+                self.extras_ok = False  # the server refuses the extras, not the request
+        if status >= 400:
+            raise _refusal(status, data)
+        info = {"backend": "upstream", "upstream": self.base_url, "upstream_id": data.get("id"),
+                "timings": {"upstream_s": time.perf_counter() - start}}
+        return _result(data, request, sent=body, info=info)
+
+    def _with_extras(self, body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+        out = {**body, "logprobs": True, "return_token_ids": True}
+        if not request.sampling.logprobs:  # the caller sees no logprobs, so token text does not matter
+            out["return_tokens_as_token_ids"] = True
+        return out
+
+    async def _first_model(self) -> str:
+        try:
+            reply = await self._http().get(f"{self.base_url}/models")
+            self.model = str(reply.json()["data"][0]["id"])
+        except Exception as exc:
+            raise UpstreamFailed(f"no model named in the request and {self.base_url}/models lists none: {exc}") from None
+        return self.model
+
+    async def aclose(self) -> None:
+        """Close the connection pool (a later call opens a new one)."""
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.aclose()
+
+
+def _refusal(status: int, data: Any) -> Exception:
+    error = data.get("error") if isinstance(data, dict) else None
+    message = (error.get("message") if isinstance(error, dict) else None) or str(data)[:500]
+    if status in (400, 404, 413, 422):
+        return InvalidRequest(f"the upstream server refused the request ({status}): {message}", code=f"upstream_{status}")
+    return UpstreamFailed(f"the upstream server failed ({status}): {message}", upstream_status=status)
+
+
+def _ids_from_logprobs(logprobs: Any) -> tuple[list[int] | None, list[float] | None]:
+    """Completion ids (from ``token_id:<id>`` tokens) and logprobs out of an OpenAI ``logprobs`` object."""
+    content = (logprobs or {}).get("content") if isinstance(logprobs, dict) else None
+    if not content:
+        return None, None
+    values = [min(float(c["logprob"]), 0.0) for c in content]
+    tokens = [str(c.get("token", "")) for c in content]
+    if all(t.startswith("token_id:") and t[9:].isdigit() for t in tokens):
+        return [int(t[9:]) for t in tokens], values
+    return None, values
+
+
+def _result(data: dict[str, Any], request: ChatRequest, *, sent: dict[str, Any], info: dict[str, Any]) -> ChatResult:
+    choices, exact = [], True
+    raw = data.get("choices") or []
+    if not raw:
+        raise UpstreamFailed(f"the upstream answer has no choices: {str(data)[:300]}")
+    prompt_ids = data.get("prompt_token_ids") or raw[0].get("prompt_token_ids")
+    for entry in raw:
+        ids_lp, values = _ids_from_logprobs(entry.get("logprobs"))
+        ids = entry.get("token_ids") or ids_lp
+        logprobs = entry.get("token_logprobs") or values
+        if ids is None or logprobs is None or len(ids) != len(logprobs):
+            exact, ids, logprobs = False, None, None
+        message = dict(entry.get("message") or {"role": "assistant", "content": ""})
+        choice = ChatChoice(message, entry.get("finish_reason") or "stop", ids, logprobs)
+        if request.sampling.logprobs:
+            choice.openai_logprobs = entry.get("logprobs")
+        choices.append(choice)
+    exact = exact and isinstance(prompt_ids, list) and bool(prompt_ids)
+    used = {k: v for k, v in sent.items() if k not in ("messages", "tools", "tool_choice", "model")}
+    return ChatResult(str(data.get("model") or sent["model"]), choices, prompt_ids if exact else None, exact=exact,
+                      sampling_used=used, info=info, reported_usage=data.get("usage"))
