@@ -9,7 +9,8 @@ import sys
 import pytest
 
 PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client", "openenv_train.envs",
-            "openenv_train.sandbox", "openenv_train.harbor", "openenv_train.cli"]
+            "openenv_train.sandbox", "openenv_train.harbor", "openenv_train.policy", "openenv_train.pool",
+            "openenv_train.cli"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

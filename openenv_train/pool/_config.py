@@ -1,0 +1,94 @@
+"""PoolConfig: the pool's options, one typed dataclass (YAML and ``key=value`` friendly)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["PoolConfig"]
+
+
+@dataclass
+class PoolConfig:
+    """Options of a :class:`~openenv_train.pool.RolloutPool` beyond its env and policy.
+
+    Example:
+        >>> PoolConfig(num_actors=2, sessions_per_actor=4).capacity
+        8
+    """
+
+    num_actors: int = 2
+    """Ray actors, each with its own env server (or URL) and policy client."""
+    sessions_per_actor: int = 8
+    """Env sessions (episode slots) each actor holds open at once."""
+    episodes_per_call: int = 1
+    """Episodes sent to an actor in one Ray call (free slots permitting); more cuts Ray's per-call cost on fast
+    envs, and their rows then arrive together."""
+    max_in_flight: int | None = None
+    """Cap on episodes dispatched and not yet finished (backpressure); None = every slot."""
+    episode_timeout_s: float = 300.0
+    """Limit on one episode attempt (reset, every model call and step)."""
+    max_retries: int = 2
+    """Extra attempts of an episode whose env session, env server or actor broke."""
+    retry_backoff_s: float = 0.25
+    """Wait before attempt n+1 of an episode: ``retry_backoff_s * 2**(n-1)`` (lets a replaced server come up)."""
+    retry_timeouts: bool = False
+    """Also retry an episode that ran past ``episode_timeout_s`` (else it becomes an ``ok=False`` row)."""
+    max_turns: int = 32
+    """Policy turns per episode before it is truncated."""
+    max_tokens: int | None = None
+    """Completion tokens per episode (model policies) before it is truncated."""
+    max_staleness: int | None = None
+    """Re-run an episode whose policy version is more than this many versions behind the pool's current one."""
+    max_restarts: int = 3
+    """Ray restarts of a dead actor (``max_restarts`` of the actor)."""
+    client: Literal["generic", "mcp"] = "generic"
+    """Env client kind: dicts in/out, or MCP tools (``call_tool``)."""
+    env_vars: dict[str, str] = field(default_factory=dict)
+    """Variables added to each env server's environment (e.g. ``PYTHONPATH`` for a ``module:Class`` env)."""
+    server_args: list[str] = field(default_factory=list)
+    """Extra ``openenv-train serve`` options of each env server."""
+    reply_timeout_s: float = 60.0
+    """Limit on each env reply."""
+    model_timeout_s: float = 300.0
+    """Limit on each policy call."""
+    model: str | None = None
+    """Model name sent to an OpenAI-compatible policy (None: the server's own)."""
+    sampling: dict[str, float | int] = field(default_factory=dict)
+    """Sampling options sent with each policy call (``temperature``, ``max_tokens``, ...)."""
+    policy_version: int | None = None
+    """Version (training step) of the policy's weights at start; ``set_policy_version`` moves it."""
+    run_id: str = ""
+    """Run id stamped on every row (default: a random one)."""
+    show_progress: bool = False
+    """Show a rich progress bar with live metrics while ``run``/``as_completed`` go."""
+    ray_address: str | None = None
+    """A Ray cluster to join (``auto``, ``ray://...``); None starts or reuses a local one."""
+    ray_num_cpus: int | None = None
+    """CPUs of a local Ray started by the pool."""
+    actor_num_cpus: float = 0.0
+    """CPUs each actor reserves (0 lets many I/O-bound actors share a small machine)."""
+
+    def __post_init__(self) -> None:
+        if self.num_actors < 1 or self.sessions_per_actor < 1:
+            raise ValueError(f"num_actors and sessions_per_actor must be >= 1, got {self.num_actors} and "
+                             f"{self.sessions_per_actor}")
+        if self.episodes_per_call < 1 or self.retry_backoff_s < 0:
+            raise ValueError(f"episodes_per_call must be >= 1 and retry_backoff_s >= 0, got {self.episodes_per_call} "
+                             f"and {self.retry_backoff_s}")
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1 or None, got {self.max_in_flight}")
+        if self.episode_timeout_s <= 0 or self.reply_timeout_s <= 0 or self.model_timeout_s <= 0:
+            raise ValueError("episode_timeout_s, reply_timeout_s and model_timeout_s must be > 0")
+        if self.max_retries < 0 or self.max_restarts < 0 or self.max_turns < 1:
+            raise ValueError("max_retries and max_restarts must be >= 0 and max_turns >= 1")
+        if self.max_staleness is not None and self.max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0 or None, got {self.max_staleness}")
+        if self.client not in ("generic", "mcp"):
+            raise ValueError(f"client must be 'generic' or 'mcp', got {self.client!r}")
+
+    @property
+    def capacity(self) -> int:
+        """Episodes that may run at once: every slot, capped by ``max_in_flight``."""
+        slots = self.num_actors * self.sessions_per_actor
+        return slots if self.max_in_flight is None else min(slots, self.max_in_flight)

@@ -1,0 +1,339 @@
+"""RolloutPool: dispatch episodes to Ray actors' free slots, retry what infrastructure broke, stream rows.
+
+Exactly-once: an episode settles once (the first final outcome of its current attempt; late results of
+superseded attempts are dropped) and is written once (the TraceWriter also refuses a second row of the same
+``(run_id, episode_id)``, and a resumed run skips written episodes).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..harbor import CaptureStore, TraceRow, TraceWriter, TrainingTrace
+from ._actor import remote_actor_class
+from ._agents import AgentLoop, ScriptedAgent, TextAgent
+from ._config import PoolConfig
+from ._episode import EpisodeSpec
+from ._errors import NoLiveActors, PoolClosed
+from ._metrics import PoolMetrics
+from ._progress import progress_bar
+from ._ray import actor_errors, ensure_ray
+from ._rows import Job, build_row
+
+__all__ = ["RolloutPool"]
+
+_POLL_S = 0.05
+
+
+class RolloutPool:
+    """A pool of Ray actors that play episodes and turn them into TraceRows.
+
+    Args:
+        env: catalog name or ``module:Class`` (each actor starts a server), or a server URL.
+        policy: an OpenAI-compatible base URL (a model; pass ``capture`` to record its turns), or a callable
+            ``policy(observation) -> action`` (scripted).
+        agent: the agent loop; default :class:`ScriptedAgent` for a callable, :class:`TextAgent` for a URL.
+        config: options; keyword ``overrides`` replace its fields (``num_actors=2``...).
+        writer: rows stream to it as they finish; written episodes are skipped on resume.
+        capture: the store the policy endpoint records into (same process as the pool).
+
+    Example::
+
+        with RolloutPool(env="wordle", policy=WordleSolver().act, num_actors=2) as pool:
+            rows = pool.run(make_groups(range(8), num_generations=2))
+    """
+
+    def __init__(self, env: str, policy: str | Callable[..., Any], *, agent: AgentLoop | None = None,
+                 config: PoolConfig | None = None, writer: TraceWriter | None = None,
+                 capture: CaptureStore | None = None, **overrides: Any) -> None:
+        self.config = dataclasses.replace(config or PoolConfig(), **overrides)
+        self.env, self.policy = env, policy
+        self.agent: AgentLoop = agent or (TextAgent() if isinstance(policy, str) else ScriptedAgent())
+        self.writer, self.capture = writer, capture
+        self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
+        self.model = (self.config.model or "endpoint") if isinstance(policy, str) else getattr(policy, "__qualname__", None)
+        self.metrics = PoolMetrics()
+        self.policy_version = self.config.policy_version
+        self.actors: list[Any] = []
+        self._ray: Any = None
+        self._actor_args: list[Any] = []
+        self._queue: collections.deque[Job] = collections.deque()
+        self._inflight: dict[Any, list[Job]] = {}
+        self._running = 0
+        self._load: list[int] = []
+        self._strikes: list[int] = []
+        self._struck_at: list[float] = []
+        self._known: set[str] = set()
+        self._settled: set[str] = set()
+        self._submitted = 0
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def start(self, *, timeout_s: float = 120.0) -> RolloutPool:
+        """Start Ray (or join it), the actors and their env servers; idempotent."""
+        self._check_open()
+        if self.actors:
+            return self
+        self._ray = ensure_ray(self.config)
+        actor_cls = remote_actor_class(self.config)
+        # Held here so a restarted actor can always rebuild from them (ray-project/ray#53727).
+        self._actor_args = [self._ray.put(arg) for arg in (self.env, self.policy, self.agent, self.config)]
+        self.actors = [actor_cls.remote(*self._actor_args) for _ in range(self.config.num_actors)]
+        self._load = [0] * len(self.actors)
+        self._strikes = [0] * len(self.actors)
+        self._struck_at = [0.0] * len(self.actors)
+        self._ray.get([a.ready.remote() for a in self.actors], timeout=timeout_s)
+        self.metrics = PoolMetrics()
+        return self
+
+    def close(self, *, timeout_s: float = 30.0) -> None:
+        """Stop the actors and their env servers and flush the writer; idempotent. Unfinished episodes are dropped."""
+        if self._closed:
+            return
+        self._closed = True
+        for job in [j for jobs in self._inflight.values() for j in jobs] + list(self._queue):
+            self._discard_capture(job)
+        self._inflight.clear()
+        self._running = 0
+        self._queue.clear()
+        if self.actors and self._ray is not None:
+            try:
+                self._ray.get([a.close.remote() for a in self.actors], timeout=timeout_s)
+            except Exception:  # a dead actor has nothing left to close
+                pass
+            for actor in self.actors:
+                self._ray.kill(actor, no_restart=True)
+        self.actors = []
+        if self.writer is not None and not self.writer.closed:
+            self.writer.flush()
+
+    def __enter__(self) -> RolloutPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set_policy_version(self, version: int) -> None:
+        """The version (training step) of the weights now served; episodes dispatched from now carry it."""
+        self.policy_version = version
+
+    # -- submitting and collecting -------------------------------------------------------------------
+    def submit(self, spec: EpisodeSpec) -> bool:
+        """Queue one episode; False when the writer already holds it (a resumed run).
+
+        Raises:
+            ValueError: the episode id was already submitted to this pool.
+            PoolClosed: the pool is closed.
+        """
+        self._check_open()
+        if spec.episode_id in self._known:
+            raise ValueError(f"episode {spec.episode_id!r} was already submitted; episode ids must be unique in a run")
+        self._known.add(spec.episode_id)
+        if self.writer is not None and self.writer.written((self.run_id, spec.episode_id)):
+            self.metrics.skipped += 1
+            return False
+        self._queue.append(Job(spec, self._submitted))
+        self._submitted += 1
+        return True
+
+    @property
+    def pending(self) -> int:
+        """Episodes queued or in flight."""
+        return len(self._queue) + self._running
+
+    def as_completed(self, specs: Iterable[EpisodeSpec] = (), *, timeout_s: float | None = None) -> Iterator[TraceRow]:
+        """Submit ``specs`` and yield rows as episodes finish, until nothing is pending.
+
+        Raises:
+            TimeoutError: ``timeout_s`` passed with episodes still pending (they stay queued).
+        """
+        self.start()
+        if self.metrics.episodes == 0 and not self._running:
+            self.metrics.started_at = time.perf_counter()
+        for spec in specs:
+            self.submit(spec)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with progress_bar(self.config.show_progress, self.pending, self.metrics) as advance:
+            while self.pending:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.pending} episodes still pending after {timeout_s:g}s")
+                for row in self._step():
+                    advance()
+                    yield row
+
+    def run(self, specs: Iterable[EpisodeSpec], *, ordered: bool = True, timeout_s: float | None = None) -> list[TraceRow]:
+        """Run a batch to the end; rows in input order (``ordered``) or as they finished. Skipped episodes
+        (already written) are left out."""
+        specs = list(specs)
+        rows = list(self.as_completed(specs, timeout_s=timeout_s))
+        if ordered:
+            order = {s.episode_id: i for i, s in enumerate(specs)}
+            rows.sort(key=lambda r: order[r.episode_id])
+        return rows
+
+    # -- the dispatch loop ---------------------------------------------------------------------------
+    def _step(self) -> list[TraceRow]:
+        rows = self._dispatch()
+        if self._inflight:
+            refs = list(self._inflight)
+            ready, rest = self._ray.wait(refs, num_returns=1, timeout=_POLL_S)
+            if ready and rest:  # take everything else that is already done, without waiting
+                ready += self._ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            for ref in ready:
+                rows += self._settle(ref)
+        elif self._queue:  # only retries waiting out their backoff
+            time.sleep(_POLL_S / 5)
+        rows += self._expire()
+        return rows
+
+    def _alive(self) -> list[int]:
+        return [i for i, s in enumerate(self._strikes) if s <= self.config.max_restarts + 1]
+
+    def _dispatch(self) -> list[TraceRow]:
+        alive = self._alive()
+        if not alive:
+            return self._fail_all(NoLiveActors(f"all {len(self.actors)} actors died beyond max_restarts="
+                                               f"{self.config.max_restarts}; see the Ray logs"))
+        now = time.monotonic()
+        while self._queue and self._running < self.config.capacity:
+            actor = min(alive, key=lambda i: self._load[i])
+            room = min(self.config.sessions_per_actor - self._load[actor], self.config.capacity - self._running,
+                       self.config.episodes_per_call)
+            jobs: list[Job] = []
+            while len(jobs) < room and (job := self._next_due(now)) is not None:
+                jobs.append(job)
+            if not jobs:
+                break
+            for job in jobs:
+                job.actor, job.version = actor, self.policy_version
+                job.capture_session = self._open_capture(job)
+                job.dispatched_at = now
+                job.deadline = now + self.config.episode_timeout_s * 1.5 + 60.0
+            ref = self.actors[actor].run_many.remote([(job.spec, job.capture_session) for job in jobs])
+            self._inflight[ref] = jobs
+            self._load[actor] += len(jobs)
+            self._running += len(jobs)
+        return []
+
+    def _next_due(self, now: float) -> Job | None:
+        """The first queued job whose retry backoff is over (removed from the queue)."""
+        for i, job in enumerate(self._queue):
+            if job.not_before <= now:
+                del self._queue[i]
+                return job
+        return None
+
+    def _settle(self, ref: Any) -> list[TraceRow]:
+        jobs = self._inflight.pop(ref)
+        actor = jobs[0].actor
+        assert actor is not None
+        self._load[actor] -= len(jobs)
+        self._running -= len(jobs)
+        try:
+            outcomes = self._ray.get(ref)
+        except actor_errors() as exc:
+            self.metrics.actor_failures += 1
+            if jobs[0].dispatched_at > self._struck_at[actor]:  # one death fails many episodes: count it once
+                self._strikes[actor] += 1
+                self._struck_at[actor] = time.monotonic()
+            error = {"status": "retry", "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
+            outcomes = [error] * len(jobs)
+        else:
+            self._strikes[actor] = 0
+        rows = []
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if outcome["status"] == "retry":
+                self.metrics.add_attempt(outcome, actor)
+                row = self._retry(job, outcome)
+            else:
+                row = self._finish(job, outcome)
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    def _retry(self, job: Job, outcome: dict[str, Any]) -> TraceRow | None:
+        if job.attempt >= self.config.max_retries:
+            return self._finish(job, outcome, counted=True)
+        self._discard_capture(job)
+        job.attempt += 1
+        job.not_before = time.monotonic() + self.config.retry_backoff_s * 2 ** (job.attempt - 1)
+        self.metrics.retries += 1
+        self._queue.appendleft(job)
+        return None
+
+    def _finish(self, job: Job, outcome: dict[str, Any], *, counted: bool = False) -> TraceRow | None:
+        cap = self.config.max_staleness
+        if (cap is not None and job.version is not None and self.policy_version is not None
+                and self.policy_version - job.version > cap and outcome.get("status") == "ok"):
+            self._discard_capture(job)
+            self.metrics.stale_reruns += 1
+            self._queue.appendleft(job)
+            return None
+        if job.spec.episode_id in self._settled:  # never settle twice
+            self._discard_capture(job)
+            return None
+        self._settled.add(job.spec.episode_id)
+        trace = self._close_capture(job)
+        row = build_row(job, outcome, run_id=self.run_id, env=self.env, model=self.model, trace=trace)
+        if counted:
+            self.metrics.record({}, ok=row.ok, actor=None)
+        else:
+            self.metrics.record(outcome, ok=row.ok, actor=job.actor)
+        if self.writer is not None:
+            self.writer.write(row)
+        return row
+
+    def _expire(self) -> list[TraceRow]:
+        """Backstop for an actor that never answers: past its deadline an attempt counts as failed."""
+        now, rows = time.monotonic(), []
+        for ref, jobs in list(self._inflight.items()):
+            if now <= jobs[0].deadline:
+                continue
+            del self._inflight[ref]
+            actor = jobs[0].actor
+            assert actor is not None
+            self._load[actor] -= len(jobs)
+            self._running -= len(jobs)
+            self._ray.cancel(ref, force=False)
+            for job in jobs:
+                row = self._retry(job, {"status": "retry", "error": {
+                    "type": "EpisodeTimeout", "message": f"actor {actor} gave no answer by the pool's deadline"}})
+                if row is not None:
+                    rows.append(row)
+        return rows
+
+    def _fail_all(self, exc: Exception) -> list[TraceRow]:
+        rows = []
+        while self._queue:
+            job = self._queue.popleft()
+            row = self._finish(job, {"status": "failed", "error": {"type": type(exc).__name__, "message": str(exc)}})
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    # -- capture sessions ----------------------------------------------------------------------------
+    def _open_capture(self, job: Job) -> str | None:
+        if self.capture is None or not isinstance(self.policy, str):
+            return None
+        session = f"{self.run_id}-{job.spec.episode_id}-a{job.attempt}-{uuid.uuid4().hex[:6]}"
+        self.capture.open_session(session, metadata={"episode_id": job.spec.episode_id, "attempt": job.attempt})
+        return session
+
+    def _close_capture(self, job: Job) -> TrainingTrace | None:
+        if self.capture is None or job.capture_session is None or job.capture_session not in self.capture:
+            return None
+        session, job.capture_session = job.capture_session, None
+        return self.capture.close_session(session)
+
+    def _discard_capture(self, job: Job) -> None:
+        self._close_capture(job)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PoolClosed("this RolloutPool is closed; create a new one")
+

@@ -1,0 +1,32 @@
+"""Policies and envs the pool tests ship to Ray actors (pickled by value: workers need not import tests)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from openenv_train.envs.wordle.solver import WordleSolver
+
+_SOLVER = WordleSolver()
+
+
+def solver(observation: Any) -> dict[str, str]:
+    """The Wordle expert."""
+    return _SOLVER.act(observation)
+
+
+async def slow_solver(observation: Any) -> dict[str, str]:
+    """The Wordle expert, thinking 50 ms per guess (so a batch is still running when a test breaks things)."""
+    await asyncio.sleep(0.05)
+    return _SOLVER.act(observation)
+
+
+async def stuck(observation: Any) -> dict[str, str]:
+    """A policy that never answers in time."""
+    await asyncio.sleep(30)
+    return {"message": "[crane]"}
+
+
+def broken(observation: Any) -> dict[str, str]:
+    """A policy with a bug."""
+    raise RuntimeError("policy bug")

@@ -1,0 +1,112 @@
+"""Fault tests on a real local Ray: env servers and actors killed mid-batch, retry budgets, timeouts, staleness."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from openenv_train.harbor import TraceWriter, read_traces
+from openenv_train.pool import RolloutPool, make_groups
+from tests.pool import _support
+
+
+def _server_pids(ray: Any, pool: RolloutPool) -> list[int]:
+    return [ray.get(actor.ready.remote(), timeout=60)["server_pid"] for actor in pool.actors]
+
+
+def _exactly_once(rows: list[Any], stored: list[Any], expected: int) -> None:
+    assert len(rows) == expected and len({r.episode_id for r in rows}) == expected
+    counts = collections.Counter(r.episode_id for r in stored)
+    assert len(counts) == expected and set(counts.values()) == {1}, counts
+
+
+def test_killed_env_servers_are_replaced_and_episodes_retried(ray_local: Any, tmp_path: Path) -> None:
+    specs = make_groups(range(12), num_generations=2)
+    with TraceWriter(tmp_path) as writer, RolloutPool("wordle", _support.slow_solver, num_actors=2,
+                                                      sessions_per_actor=3, max_retries=3, writer=writer) as pool:
+        pids = _server_pids(ray_local, pool)
+        stream = pool.as_completed(specs)
+        rows = [next(stream) for _ in range(3)]
+        for pid in pids:
+            os.killpg(pid, signal.SIGKILL)
+        rows += list(stream)
+        metrics = pool.metrics.summary()
+        assert set(_server_pids(ray_local, pool)).isdisjoint(pids)
+    _exactly_once(rows, read_traces(tmp_path), 24)
+    assert all(r.ok and r.reward == 1.0 for r in rows), [(r.episode_id, r.error, r.reward) for r in rows if not r.ok]
+    assert metrics["retries"] >= 1 and metrics["server_restarts"] >= 1 and metrics["failed"] == 0
+    assert any(r.timings["attempts"] > 1 for r in rows)
+
+
+def test_killed_actor_is_restarted_and_its_episodes_redispatched(ray_local: Any, tmp_path: Path) -> None:
+    specs = make_groups(range(10), num_generations=2)
+    with TraceWriter(tmp_path) as writer, RolloutPool("wordle", _support.slow_solver, num_actors=2,
+                                                      sessions_per_actor=3, max_retries=3, writer=writer) as pool:
+        stream = pool.as_completed(specs)
+        rows = [next(stream) for _ in range(2)]
+        ray_local.kill(pool.actors[0], no_restart=False)
+        rows += list(stream)
+        metrics = pool.metrics.summary()
+        assert ray_local.get(pool.actors[0].ready.remote(), timeout=60)["server_pid"]  # restarted, serving again
+    _exactly_once(rows, read_traces(tmp_path), 20)
+    assert all(r.ok for r in rows)
+    assert metrics["actor_failures"] >= 1 and metrics["retries"] >= 1
+
+
+def test_beyond_the_retry_budget_rows_fail_with_the_error(ray_local: Any, tmp_path: Path) -> None:
+    specs = make_groups(range(8), num_generations=2)
+    with TraceWriter(tmp_path) as writer, RolloutPool("wordle", _support.slow_solver, num_actors=1,
+                                                      sessions_per_actor=4, max_retries=0, writer=writer) as pool:
+        pids = _server_pids(ray_local, pool)
+        stream = pool.as_completed(specs)
+        rows = [next(stream)]
+        os.killpg(pids[0], signal.SIGKILL)
+        rows += list(stream)
+        metrics = pool.metrics.summary()
+    _exactly_once(rows, read_traces(tmp_path), 16)
+    failed = [r for r in rows if not r.ok]
+    assert failed and metrics["failed"] == len(failed) and metrics["retries"] == 0
+    assert all(r.error is not None and r.error.type in ("ConnectionLost", "ConnectTimeout", "SessionFailed")
+               for r in failed), [r.error for r in failed]
+    assert metrics["ok"] == 16 - len(failed)
+
+
+def test_policy_bugs_and_timeouts_become_failed_rows_without_hanging(ray_local: Any) -> None:
+    specs = make_groups(range(2), num_generations=1)
+    with RolloutPool("wordle", _support.broken, num_actors=1, sessions_per_actor=2) as pool:
+        rows = pool.run(specs, timeout_s=60)
+    assert [r.error.type for r in rows if r.error] == ["RuntimeError", "RuntimeError"]
+    with RolloutPool("wordle", _support.stuck, num_actors=1, sessions_per_actor=2, episode_timeout_s=0.5) as pool:
+        rows = pool.run(specs, timeout_s=60)
+        assert pool.metrics.failed == 2 and pool.metrics.retries == 0
+    assert all(not r.ok and r.error is not None and r.error.type == "EpisodeTimeout" for r in rows)
+
+
+def test_staleness_cap_reruns_episodes_of_old_weights(ray_local: Any) -> None:
+    specs = make_groups(range(8), num_generations=1)
+    with RolloutPool("wordle", _support.slow_solver, num_actors=1, sessions_per_actor=4, policy_version=0,
+                     max_staleness=0) as pool:
+        stream = pool.as_completed(specs)
+        first = next(stream)
+        settled_before = pool.metrics.episodes  # rows settled under version 0 before the weights moved
+        pool.set_policy_version(1)
+        rows = [first, *stream]
+        assert pool.metrics.stale_reruns >= 1
+    versions = collections.Counter(r.policy.version for r in rows)
+    assert versions == {0: settled_before, 1: 8 - settled_before}
+    assert len({r.episode_id for r in rows}) == 8
+
+
+def test_a_pool_whose_actors_all_died_fails_its_episodes_instead_of_hanging(ray_local: Any) -> None:
+    specs = make_groups(range(6), num_generations=1)
+    with RolloutPool("wordle", _support.solver, num_actors=1, sessions_per_actor=2, max_restarts=0,
+                     max_retries=5, retry_backoff_s=0.0) as pool:
+        ray_local.kill(pool.actors[0], no_restart=True)
+        rows = pool.run(specs, timeout_s=60)
+        assert pool.metrics.failed == 6 and pool.metrics.actor_failures >= 1
+    assert [r.episode_id for r in rows] == [s.episode_id for s in specs]
+    assert {r.error.type for r in rows if r.error} <= {"NoLiveActors", "ActorDiedError", "RayActorError"}
+    assert any(r.error is not None and r.error.type == "NoLiveActors" for r in rows)

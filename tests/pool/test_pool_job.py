@@ -1,0 +1,58 @@
+"""``ray start --head`` on loopback, then ``ray job submit`` of the collection recipe; the job writes traces."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openenv_train.harbor import read_traces
+
+pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
+RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def ray_head(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Ray head on 127.0.0.1 with its dashboard (job API); a token only this test knows."""
+    if RAY is None:
+        pytest.skip("the ray CLI is not installed")
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    dashboard = _free_port()
+    start = [RAY, "start", "--head", f"--port={_free_port()}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
+             "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+             "--disable-usage-stats"]
+    subprocess.run(start, env=env, check=True, capture_output=True, timeout=120)
+    try:
+        yield f"http://127.0.0.1:{dashboard}", env
+    finally:
+        subprocess.run([RAY, "stop"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.mark.timeout(300)
+def test_ray_job_submit_runs_the_collection_recipe(ray_head: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    address, env = ray_head
+    job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m", "openenv_train.recipes.collect",
+           f"output_dir={tmp_path}", "name=job", "tasks=3", "num_generations=2", "show_progress=false"]
+    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "succeeded" in done.stdout + done.stderr
+    rows = read_traces(tmp_path / "job")
+    assert sorted(r.episode_id for r in rows) == [f"g{i}-{k}" for i in range(3) for k in range(2)]
+    assert all(r.ok and r.run_id == "job" for r in rows)
+    assert (tmp_path / "job" / "summary.json").exists()
