@@ -10,6 +10,7 @@ import pytest
 
 PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client", "openenv_train.envs",
             "openenv_train.sandbox", "openenv_train.harbor", "openenv_train.policy", "openenv_train.pool",
+            "openenv_train.rubrics", "openenv_train.evals",
             "openenv_train.cli"]
 
 

@@ -1,1 +1,28 @@
-"""Inspect AI tasks, scorers and model provider (see DESIGN.md)."""
+"""Inspect AI tasks, scorers and model provider (see DESIGN.md).
+
+- :func:`replay_task`: a trace dataset as Inspect Samples, scored by a rubric (no model is called);
+- :func:`live_task`: an Inspect solver (:func:`env_agent`) plays a catalog env through our client;
+- :func:`rubric_scorer`: a rubric as a scorer, one metric group (mean, stderr) per component;
+- the ``openenv`` model API (``--model openenv/<tiny|path|url>``), registered by the ``inspect_ai`` entry
+  point ``openenv_train.evals._registry``;
+- ``openenv_train/evals/tasks.py``: the task file for ``inspect eval``.
+
+Needs ``inspect-ai``; ``import openenv_train`` does not import this package.
+"""
+
+from ._live import ACTION_FIELDS, env_agent, live_task, scripted_model
+from ._replay import replay, replay_task, trace_samples
+from ._scorer import ROW_KEY, rubric_scorer, score_value
+
+__all__ = [
+    "ACTION_FIELDS",
+    "ROW_KEY",
+    "env_agent",
+    "live_task",
+    "replay",
+    "replay_task",
+    "rubric_scorer",
+    "score_value",
+    "scripted_model",
+    "trace_samples",
+]
