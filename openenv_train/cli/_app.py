@@ -29,7 +29,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 failed, 2 bad usage)."""
-    from . import _catalog, _eval, _harbor, _score, _serve  # noqa: F401  (registers the commands)
+    from . import _build, _catalog, _eval, _harbor, _score, _serve  # noqa: F401  (registers the commands)
 
     try:
         result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)

@@ -4,6 +4,7 @@ from ._client import ClientState, EnvClient, GenericEnvClient
 from ._endpoint import Endpoint, ws_url
 from ._mcp_client import MCPToolClient, ToolCallError
 from ._providers import (
+    DockerLimits,
     DockerProvider,
     InProcessProvider,
     LocalProcessProvider,
@@ -19,6 +20,7 @@ from_env = EnvClient.from_env
 
 __all__ = [
     "ClientState",
+    "DockerLimits",
     "DockerProvider",
     "Endpoint",
     "EnvClient",

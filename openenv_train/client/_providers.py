@@ -3,7 +3,7 @@
 - :class:`InProcessProvider`: a server on a background thread of this process (tests, notebooks).
 - :class:`LocalProcessProvider`: ``openenv-train serve`` in a subprocess (TCP or Unix socket);
   its process group is killed on ``stop()``, and the server exits by itself if this process dies.
-- :class:`DockerProvider`: ``docker run`` of an image with a loopback port mapping.
+- :class:`DockerProvider` (in ``_docker``): containers with limits and no network, reached through a Unix socket.
 - :class:`RemoteProvider`: a running server by URL, or a Hugging Face Space by ``owner/name``.
 - :class:`UnixSocketProvider`: a running server behind a Unix socket path (sandboxes, containers).
 """
@@ -31,6 +31,7 @@ from ..core import ServerStartError
 from ._endpoint import Endpoint, wait_healthy
 
 __all__ = [
+    "DockerLimits",
     "DockerProvider",
     "InProcessProvider",
     "LocalProcessProvider",
@@ -256,75 +257,6 @@ class LocalProcessProvider(Provider):
             process.wait(5)
 
 
-# -- docker -------------------------------------------------------------------------------------------
-def docker_available(docker: str = "docker", timeout_s: float = 10.0) -> str | None:
-    """None when a Docker engine answers, else the reason it does not."""
-    if shutil.which(docker) is None:
-        return f"the {docker!r} CLI is not installed"
-    try:
-        done = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return f"'{docker} info' did not answer within {timeout_s:g}s"
-    if done.returncode != 0:
-        return f"no Docker engine answers: {done.stderr.strip()[:300]}"
-    return None
-
-
-class DockerProvider(Provider):
-    """Runs an env image with ``docker run``, mapping its port to a free loopback port."""
-
-    def __init__(self, image: str, *, container_port: int = 8000, env_vars: dict[str, str] | None = None,
-                 startup_timeout_s: float = 120.0, docker: str = "docker", run_args: tuple[str, ...] = ()) -> None:
-        self.image = image
-        self.container_port = container_port
-        self.env_vars = env_vars or {}
-        self.startup_timeout_s = startup_timeout_s
-        self.docker = docker
-        self.run_args = list(run_args)
-        self.container_id: str | None = None
-
-    async def _docker(self, *args: str, timeout_s: float = 60.0) -> str:
-        proc = await asyncio.create_subprocess_exec(self.docker, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-        except TimeoutError:
-            proc.kill()
-            raise ServerStartError(f"'docker {' '.join(args)}' did not finish within {timeout_s:g}s") from None
-        if proc.returncode != 0:
-            raise ServerStartError(f"'docker {' '.join(args[:2])} ...' failed: {err.decode(errors='replace').strip()}")
-        return out.decode().strip()
-
-    async def start(self) -> Endpoint:
-        reason = await asyncio.to_thread(docker_available, self.docker)
-        if reason is not None:
-            raise ServerStartError(f"cannot run {self.image!r}: {reason}; start a Docker engine or use another provider")
-        env_args = [arg for key, value in self.env_vars.items() for arg in ("-e", f"{key}={value}")]
-        self.container_id = await self._docker(
-            "run", "-d", "--rm", "-p", f"127.0.0.1::{self.container_port}", *env_args, *self.run_args, self.image
-        )
-        self.started = True
-        try:
-            mapping = await self._docker("port", self.container_id, f"{self.container_port}/tcp")
-            host_port = mapping.splitlines()[0].rsplit(":", 1)[1]
-            endpoint = Endpoint(f"http://127.0.0.1:{host_port}")
-            await wait_healthy(endpoint, timeout_s=self.startup_timeout_s)
-        except (TimeoutError, ServerStartError, IndexError) as exc:
-            logs = ""
-            with contextlib.suppress(ServerStartError):
-                logs = await self._docker("logs", "--tail", "30", self.container_id)
-            await self.stop()
-            raise ServerStartError(f"container of {self.image!r} did not become healthy: {exc}\n{logs}") from None
-        return endpoint
-
-    async def stop(self) -> None:
-        if self.container_id is not None:
-            with contextlib.suppress(ServerStartError):
-                await self._docker("rm", "-f", self.container_id)
-            self.container_id = None
-        self.started = False
-
-
 # -- remote -------------------------------------------------------------------------------------------
 _SPACE_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -382,3 +314,6 @@ class UnixSocketProvider(Provider):
 
     async def stop(self) -> None:
         self.started = False
+
+
+from ._docker import DockerLimits, DockerProvider, docker_available  # noqa: E402  (it builds on Provider above)
