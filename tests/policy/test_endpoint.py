@@ -162,7 +162,8 @@ async def test_capture_by_bearer_and_by_header(tiny: tuple[Any, Any]) -> None:
     meta = header_turn.metadata
     assert meta["sampling_requested"] == {"max_tokens": 3, "temperature": 0.5, "seed": 1}
     assert meta["sampling_used"]["seed"] == 1 and meta["sampling_used"]["max_tokens"] == 3
-    assert meta["turn"] == 0 and meta["timings"]["total_s"] > 0 and meta["policy_version"] == 3 and meta["finish_reason"] in ("stop", "length")
+    assert meta["turn"] == 0 and meta["timings"]["total_s"] > 0 and meta["policy_version"] == 3
+    assert meta["finish_reason"] in ("stop", "length")
     assert header_turn.loss_mask == [0] * len(header_turn.prompt_token_ids) + [1] * len(header_turn.completion_token_ids)
     assert header_turn.per_token_logps == ok.json()["choices"][0]["token_logprobs"]
 

@@ -1,0 +1,31 @@
+"""TRL adapters: ``rollout_func`` for GRPOTrainer, reward functions from rubrics, SFT datasets from traces.
+
+- :func:`make_rollout_func`: episodes played with the trainer's live model, every turn captured; returns
+  ``prompt_ids``, ``completion_ids``, ``logprobs``, ``env_mask`` and ``reward_<name>``/``trace_row`` fields.
+- :func:`rubric_rewards`, :func:`field_reward`: reward functions (and weights) for ``GRPOTrainer``.
+- :func:`make_environment_factory`: a class for ``GRPOTrainer(environment_factory=...)`` with the env's tools.
+- :func:`traces_to_sft_dataset`: a ``messages`` dataset for ``SFTTrainer``.
+
+Importing this package does not import trl, torch or transformers.
+"""
+
+from ._env_factory import EnvTools, make_environment_factory
+from ._rewards import field_reward, rubric_rewards
+from ._rollout import PoolFactory, TrlRolloutFunc, default_task, make_rollout_func, rollout_fields
+from ._sft import traces_to_sft_dataset
+from ._tools import ToolSchemaError, make_tool_method
+
+__all__ = [
+    "EnvTools",
+    "PoolFactory",
+    "ToolSchemaError",
+    "TrlRolloutFunc",
+    "default_task",
+    "field_reward",
+    "make_environment_factory",
+    "make_rollout_func",
+    "make_tool_method",
+    "rollout_fields",
+    "rubric_rewards",
+    "traces_to_sft_dataset",
+]

@@ -1,0 +1,219 @@
+"""``make_rollout_func``: TRL GRPOTrainer's ``rollout_func`` over our episodes, with the trainer's live model.
+
+TRL 1.16 calls ``rollout_func(prompts, trainer)`` with the batch's prompts (each already repeated
+``num_generations`` times, consecutively) and expects ``prompt_ids``, ``completion_ids`` and ``logprobs`` per
+item; ``env_mask`` (1 model token, 0 env token) becomes the loss mask, and every other key reaches the reward
+functions as a keyword argument.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ...harbor import CaptureStore, TraceRow, TraceWriter
+from ...pool import AgentLoop, EpisodeSpec, PoolConfig
+from .._flatten import FlatEpisode, flatten_turns
+
+__all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields"]
+
+
+class _Runner(Protocol):
+    def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]: ...
+
+    def close(self) -> None: ...
+
+
+#: ``factory(policy_base_url, capture) -> pool``: a started :class:`~openenv_train.pool.RolloutPool` (or
+#: anything with ``run(specs)``) whose policy is that URL and whose capture store is ``capture``.
+PoolFactory = Callable[[str, CaptureStore], Any]
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt:
+        users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        content = (users or prompt)[-1].get("content", "")
+        return content if isinstance(content, str) else json.dumps(content, default=str)
+    return ""
+
+
+def default_task(prompt: Any) -> dict[str, Any]:
+    """The episode's reset options from a dataset prompt: its (last user) text when that is a JSON object.
+
+    >>> default_task('{"task": "crane"}'), default_task([{"role": "user", "content": "play"}])
+    ({'task': 'crane'}, {})
+    """
+    try:
+        task = json.loads(_prompt_text(prompt))
+    except ValueError:
+        return {}
+    return task if isinstance(task, dict) else {}
+
+
+class _PoolRunner:
+    """A Ray pool behind the same ``run``/``version`` face as :class:`~openenv_train.integrations.LocalRunner`."""
+
+    def __init__(self, factory: PoolFactory, model: Any, tokenizer: Any) -> None:
+        from ...policy import LocalBackend, PolicyServer
+
+        self.capture = CaptureStore()
+        self.backend = LocalBackend(model, tokenizer)
+        self.server = PolicyServer(self.backend, capture=self.capture).run_in_thread()
+        self.pool = factory(self.server.base_url, self.capture)
+
+    def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
+        if hasattr(self.pool, "set_policy_version"):
+            self.pool.set_policy_version(self.backend.version)
+        return list(self.pool.run(specs))
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+        finally:
+            self.server.close()
+
+
+def rollout_fields(rows: Sequence[TraceRow], *, pad_id: int, fallback_prompt_ids: Sequence[list[int]] | None = None,
+                   extra_rewards: Sequence[dict[str, float | None]] | None = None) -> dict[str, list[Any]]:
+    """The ``rollout_func`` output for ``rows``: token fields, ``env_mask``, ``reward_<name>`` and ``trace_row``.
+
+    An episode with no captured turn (it failed before the model spoke) gets one masked ``pad_id`` token so
+    the batch stays aligned; its ``env_mask`` is all 0, so it trains nothing.
+    """
+    out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": []}
+    names = sorted({k for r in rows for k in r.rewards} | {k for e in extra_rewards or () for k in e})
+    for name in names:
+        out[f"reward_{name}"] = []
+    out["trace_row"] = []
+    for i, row in enumerate(rows):
+        flat = flatten_turns(row.trace.turns)
+        if not flat.completion_ids:
+            prompt = flat.prompt_ids or (list(fallback_prompt_ids[i]) if fallback_prompt_ids else [pad_id])
+            flat = FlatEpisode(prompt, [pad_id], [0.0], [0])
+        out["prompt_ids"].append(flat.prompt_ids)
+        out["completion_ids"].append(flat.completion_ids)
+        out["logprobs"].append(flat.logprobs)
+        out["env_mask"].append(flat.env_mask)
+        rewards = {**row.rewards, **(extra_rewards[i] if extra_rewards else {})}
+        for name in names:
+            out[f"reward_{name}"].append(rewards.get(name))
+        out["trace_row"].append(row.model_dump_json())
+    return out
+
+
+class TrlRolloutFunc:
+    """The callable handed to ``GRPOTrainer(rollout_func=...)``; see :func:`make_rollout_func`.
+
+    Attributes:
+        last_rows: the TraceRows of the latest call, in the trainer's batch order.
+        runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
+    """
+
+    def __init__(self, env: str | PoolFactory, *, agent: AgentLoop | None, config: PoolConfig | None,
+                 writer: TraceWriter | None, task_fn: Callable[[Any], dict[str, Any]],
+                 rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None) -> None:
+        self.env, self.agent, self.config, self.writer = env, agent, config, writer
+        self.task_fn, self.rubric, self.per_turn_tokens = task_fn, rubric, per_turn_tokens
+        self.runner: Any = None
+        self.last_rows: list[TraceRow] = []
+        self.calls = 0
+        self.__name__ = "openenv_rollout"
+
+    def _build(self, trainer: Any) -> Any:
+        from .._runner import LocalRunner
+
+        tokenizer = getattr(trainer, "processing_class", None)
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        if isinstance(self.env, str):
+            args = trainer.args
+            config = self.config or PoolConfig(num_actors=1)
+            sampling = {"temperature": float(getattr(args, "temperature", 1.0)),
+                        "max_tokens": self.per_turn_tokens or int(args.max_completion_length), **config.sampling}
+            max_tokens = config.max_tokens if config.max_tokens is not None else int(args.max_completion_length)
+            import dataclasses
+
+            config = dataclasses.replace(config, sampling=sampling, max_tokens=max_tokens)
+            return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
+                               writer=self.writer)
+        return _PoolRunner(self.env, trainer.model, tokenizer)
+
+    def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
+        """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
+        specs = []
+        for i, prompt in enumerate(prompts):
+            group = i // num_generations
+            task = self.task_fn(prompt)
+            seed = task.pop("seed", None)
+            if seed is None:
+                key = json.dumps(prompts[group * num_generations], sort_keys=True, default=str)
+                seed = zlib.crc32(f"{step}:{group}:{key}".encode())
+            group_id = f"c{self.calls}-g{group}"
+            specs.append(EpisodeSpec(f"{group_id}-{i % num_generations}", task, int(seed), group_id))
+        return specs
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        if self.runner is None:
+            self.runner = self._build(trainer)
+        step = int(trainer.state.global_step)
+        self.runner.backend.version = step
+        num_generations = int(getattr(trainer, "num_generations", None) or trainer.args.num_generations)
+        if num_generations < 1 or len(prompts) % num_generations:
+            raise ValueError(f"rollout_func got {len(prompts)} prompts, not a multiple of num_generations="
+                             f"{num_generations}: make per_device_train_batch_size * gradient_accumulation_steps "
+                             "(times the number of processes) a multiple of num_generations")
+        rows = self.runner.run(self.specs(prompts, num_generations, step))
+        self.calls += 1
+        self.last_rows = rows
+        extra = None
+        if self.rubric is not None:
+            extra = [dict(self.rubric(r).components) for r in rows]
+        tokenizer = self.runner.backend.tokenizer
+        return rollout_fields(rows, pad_id=self.runner.backend.pad_id, extra_rewards=extra,
+                              fallback_prompt_ids=[_render(tokenizer, p) for p in prompts])
+
+    def close(self) -> None:
+        """Stop the env server(s) and the policy endpoint."""
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
+
+
+def _render(tokenizer: Any, prompt: Any) -> list[int]:
+    if isinstance(prompt, str):
+        return list(tokenizer(prompt, add_special_tokens=False)["input_ids"]) or [tokenizer.pad_token_id or 0]
+    return list(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=False))
+
+
+def make_rollout_func(env: str | PoolFactory, *, agent: AgentLoop | None = None, config: PoolConfig | None = None,
+                      writer: TraceWriter | None = None, task_fn: Callable[[Any], dict[str, Any]] = default_task,
+                      rubric: Callable[[TraceRow], Any] | None = None,
+                      per_turn_tokens: int | None = None) -> TrlRolloutFunc:
+    """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
+
+    On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
+    in this process (the weights the trainer updates are the ones that answer; ``backend.version`` is set to
+    the global step before each batch). Every model turn is captured; each episode becomes one prompt (the
+    first turn's) and one completion (model turns and the env text between them, ``env_mask`` 0 on the
+    latter). Rows go to ``writer`` and to ``.last_rows``.
+
+    Args:
+        env: catalog name, ``module:Class`` or URL: episodes run in this process, no Ray (one env server
+            subprocess). Or a :data:`PoolFactory` building a Ray :class:`~openenv_train.pool.RolloutPool`.
+        agent: the agent loop (default :class:`~openenv_train.pool.TextAgent`).
+        config: pool options (``max_turns``, ``sessions_per_actor``, ``sampling``...). ``sampling`` defaults to the
+            trainer's ``temperature`` and ``max_tokens=per_turn_tokens or max_completion_length``; ``max_tokens``
+            (model tokens per episode) to ``max_completion_length``.
+        writer: a :class:`~openenv_train.harbor.TraceWriter` for the rows.
+        task_fn: dataset prompt -> reset options (default :func:`default_task`: a JSON object prompt). A
+            ``seed`` key there is the group's seed; otherwise one is derived from the step and group.
+        rubric: scores each row; its components are returned as ``reward_<name>`` keys (the env's reward is
+            always ``reward_env``), next to ``trace_row`` (the row as JSON, what
+            :func:`~openenv_train.rubrics.reward_function` reads).
+        per_turn_tokens: completion tokens per model turn.
+    """
+    return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
+                          per_turn_tokens=per_turn_tokens)
