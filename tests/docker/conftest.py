@@ -1,7 +1,8 @@
-"""A real Docker engine for these tests: started by ``.ci/docker-setup.sh`` if needed, else the tests skip.
+"""A real Docker engine for these tests: one that answers, or one ``.ci/docker-setup.sh`` installs and starts.
 
-Set ``OPENENV_TRAIN_REQUIRE_DOCKER=1`` (CI does) to fail instead of skipping, ``OPENENV_TRAIN_DOCKER_SETUP=0``
-to never install or start anything. Images are built once per session
+The setup script (which installs Debian's docker.io as root) runs only when ``OPENENV_TRAIN_DOCKER_SETUP=1``
+or ``OPENENV_TRAIN_REQUIRE_DOCKER=1`` (CI sets the latter, which also makes the tests fail instead of skip);
+otherwise, without an engine and base image, the tests skip with the reason. Images are built once per session
 on the cached local base image ``openenv-train/base:py3`` (override with ``OPENENV_TRAIN_DOCKER_BASE``).
 """
 
@@ -46,8 +47,9 @@ def docker_engine() -> Iterator[str]:
     was_running = docker_available() is None
     present = was_running and subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0
     if not present:
-        if os.environ.get("OPENENV_TRAIN_DOCKER_SETUP", "1") == "0":
-            _unavailable(f"no engine with {BASE} ({docker_available()}) and OPENENV_TRAIN_DOCKER_SETUP=0")
+        if os.environ.get("OPENENV_TRAIN_DOCKER_SETUP", "1" if REQUIRED else "0") != "1":
+            _unavailable(f"no engine with {BASE} ({docker_available()}); run '.ci/docker-setup.sh start' or set "
+                         "OPENENV_TRAIN_DOCKER_SETUP=1 to let the tests install and start one")
         reason = _setup()
         if reason is not None:
             _unavailable(f"no Docker engine: {reason}")
