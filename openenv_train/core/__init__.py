@@ -44,6 +44,7 @@ from ._mcp import (
     jsonrpc_result,
     parse_jsonrpc_request,
 )
+from ._suggest import did_you_mean
 from ._types import Action, EnvMetadata, Observation, State, StepResult, observation_to_wire
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "decode_client_message",
+    "did_you_mean",
     "decode_server_message",
     "dumps",
     "loads",

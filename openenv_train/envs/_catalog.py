@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import EnvLoadError
+from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
 
 __all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
@@ -56,8 +55,7 @@ def get_spec(name: str) -> EnvSpec:
     """
     spec = CATALOG.get(name)
     if spec is None:
-        close = difflib.get_close_matches(name, CATALOG, n=3)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else "."
+        hint = did_you_mean(name, CATALOG, otherwise=".")
         raise EnvLoadError(
             f"no env named {name!r} in the catalog{hint} Known: {', '.join(sorted(CATALOG))}. "
             "Pass 'package.module:ClassName' to serve your own."

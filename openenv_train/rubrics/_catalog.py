@@ -10,12 +10,11 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from typing import Any
 
-from ..core import OpenEnvTrainError
+from ..core import OpenEnvTrainError, did_you_mean
 from ..harbor._trace import TraceRow
 from ._base import FunctionRubric, Rubric
 from ._compose import Components
@@ -156,8 +155,7 @@ def get_rubric(name: str) -> Rubric:
         made = getattr(importlib.import_module(module), attr)
         return made() if not isinstance(made, Rubric) else made
     if name not in RUBRICS:
-        close = difflib.get_close_matches(name, RUBRICS, n=3)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(name, RUBRICS)
         raise OpenEnvTrainError(f"no rubric named {name!r}{hint} Known: {', '.join(sorted(RUBRICS))}, "
                                 "or pass 'package.module:factory'")
     return RUBRICS[name]()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import random
@@ -10,6 +9,8 @@ from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ...core import did_you_mean
 
 __all__ = ["CodingTask", "HiddenTest", "bundled_tasks", "choose_task"]
 
@@ -62,8 +63,7 @@ def choose_task(*, task_id: str | None = None, seed: int | None = None,
         found = next((t for t in tasks if t.id == task_id), None)
         if found is None:
             ids = [t.id for t in tasks]
-            close = difflib.get_close_matches(task_id, ids, n=3)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else "."
+            hint = did_you_mean(task_id, ids, otherwise=".")
             raise ValueError(f"no bundled coding task {task_id!r}{hint} Known: {', '.join(ids)}")
         return found
     rng = random.Random(seed) if seed is not None else random.SystemRandom()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import Any
+
+from ...core import did_you_mean
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -67,8 +68,7 @@ def make_question(dataset: str, config: dict[str, Any], seed: int, index: int) -
     """
     names = dataset_names()
     if dataset not in names:
-        close = difflib.get_close_matches(dataset, names, n=3)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(dataset, names)
         raise ValueError(f"no reasoning_gym dataset {dataset!r}{hint} Known: {', '.join(names)}")
     reserved = RESERVED_CONFIG_KEYS & set(config)
     if reserved:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import random
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ...core import did_you_mean
 
 __all__ = ["ReplQuestion", "bundled_questions", "choose_question"]
 
@@ -49,8 +50,7 @@ def choose_question(*, task_id: str | None = None, seed: int | None = None, ques
         found = next((q for q in questions if q.id == task_id), None)
         if found is None:
             ids = [q.id for q in questions]
-            close = difflib.get_close_matches(task_id, ids, n=3)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else "."
+            hint = did_you_mean(task_id, ids, otherwise=".")
             raise ValueError(f"no bundled repl question {task_id!r}{hint} Known: {', '.join(ids)}")
         return found
     rng = random.Random(seed) if seed is not None else random.SystemRandom()

@@ -7,7 +7,6 @@ Questions asking for "the most" or "the least" were checked to have no ties on t
 
 from __future__ import annotations
 
-import difflib
 import json
 import random
 import threading
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from ...core import did_you_mean
 from ._database import ReadOnlyDatabase
 
 __all__ = ["Question", "pick_question", "question_bank"]
@@ -87,8 +87,7 @@ def pick_question(*, seed: int | None = None, question_id: str | None = None) ->
     if question_id is not None:
         question = bank.get(question_id)
         if question is None:
-            close = difflib.get_close_matches(question_id, bank, n=3)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(question_id, bank)
             ids = list(bank)
             raise ValueError(f"no question {question_id!r}{hint} Ids run {ids[0]}..{ids[-1]}")
         return question
