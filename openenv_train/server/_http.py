@@ -7,13 +7,12 @@ awaitable of it; the connection code in ``_server`` does the I/O.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable
 from typing import Any
 
 from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
 from ._mcp_rpc import McpRpc
-from ._session import Session, SessionRegistry
+from ._session import Session, SessionRegistry, payload_json
 
 __all__ = ["HttpRoutes", "Response"]
 
@@ -96,15 +95,15 @@ class HttpRoutes:
         session = Session("http", env, self.registry.info, "http", self.registry.executor)
         try:
             if what == "state":
-                reply = session.call("state", lambda: env.state, (), {}, Session.state_frame)
+                reply = session.call("state", lambda: env.state, (), {}, _state_json)
             elif what == "reset":
-                reply = session.call("reset", env.reset, (), session.check_reset(body), Session.observation_frame)
+                reply = session.call("reset", env.reset, (), session.check_reset(body), _observation_json)
             else:
                 action, timeout_s, extra = _step_body(body)
                 parsed = session.parse_action(action)
                 # Like OpenEnv: extra body keys reach step() only where its signature names them.
                 kwargs = {k: v for k, v in extra.items() if k in self.registry.info.step_params}
-                reply = session.call("step", env.step, (parsed,), kwargs, Session.observation_frame)
+                reply = session.call("step", env.step, (parsed,), kwargs, _observation_json)
                 if inspect.isawaitable(reply) and timeout_s is not None:
                     reply = _with_timeout(reply, timeout_s)
             frame = (await reply) if inspect.isawaitable(reply) else reply
@@ -114,16 +113,19 @@ class HttpRoutes:
             return 500, {"detail": exc.message}
         finally:
             await self.registry.close(session)
-        return 200, RawJson(_unwrap(frame))
+        return 200, RawJson(frame)
 
 
 class RawJson(str):
     """A payload that is already JSON text."""
 
 
-def _unwrap(frame: str) -> str:
-    # The WS frame is {"type":...,"data":X}; HTTP answers X itself.
-    return dumps(json.loads(frame)["data"])
+def _observation_json(obs: Any) -> str:
+    return payload_json("observation", Session.observation_data(obs))
+
+
+def _state_json(state: Any) -> str:
+    return payload_json("state", Session.state_data(state))
 
 
 async def _wrap_200(reply: Awaitable[Any]) -> Response:

@@ -20,6 +20,7 @@ from ..core import (
     Observation,
     ProtocolError,
     State,
+    dumps,
     encode_server_message,
     observation_to_wire,
     validation_errors,
@@ -136,25 +137,33 @@ class Session:
         return encode(result)
 
     @staticmethod
-    def observation_frame(obs: Any) -> str:
+    def observation_data(obs: Any) -> dict[str, Any]:
+        """The wire payload of an observation the env returned (checked to be one)."""
         if not isinstance(obs, Observation):
             raise ProtocolError(
                 ErrorCode.EXECUTION_ERROR,
                 f"the env returned {type(obs).__name__}, expected an Observation instance",
             )
-        return _encode("observation", observation_to_wire(obs))
+        return observation_to_wire(obs)
+
+    @staticmethod
+    def state_data(state: Any) -> dict[str, Any]:
+        """The wire payload of the env's state (checked to be a State or a dict)."""
+        if isinstance(state, State):
+            return state.model_dump(mode="json")
+        if isinstance(state, dict):
+            return state
+        raise ProtocolError(
+            ErrorCode.EXECUTION_ERROR, f"the env's state is {type(state).__name__}, expected a State instance"
+        )
+
+    @staticmethod
+    def observation_frame(obs: Any) -> str:
+        return _encode("observation", Session.observation_data(obs))
 
     @staticmethod
     def state_frame(state: Any) -> str:
-        if isinstance(state, State):
-            data = state.model_dump(mode="json")
-        elif isinstance(state, dict):
-            data = state
-        else:
-            raise ProtocolError(
-                ErrorCode.EXECUTION_ERROR, f"the env's state is {type(state).__name__}, expected a State instance"
-            )
-        return _encode("state", data)
+        return _encode("state", Session.state_data(state))
 
 
 def _read_state(env: Environment[Any, Any, Any]) -> Any:
@@ -167,13 +176,18 @@ def _resolve_sync(result: Any) -> Any:
     return result
 
 
-def _encode(kind: str, data: dict[str, Any]) -> str:
+def _encode(kind: str, data: dict[str, Any], *, envelope: bool = True) -> str:
     try:
-        return encode_server_message(kind, data)
+        return encode_server_message(kind, data) if envelope else dumps(data)
     except (TypeError, ValueError) as exc:
         raise ProtocolError(
             ErrorCode.EXECUTION_ERROR, f"the env's {kind} is not JSON-serialisable: {exc}"
         ) from None
+
+
+def payload_json(kind: str, data: dict[str, Any]) -> str:
+    """``data`` as JSON without the ``{"type", "data"}`` envelope (what the HTTP routes answer)."""
+    return _encode(kind, data, envelope=False)
 
 
 def _mcp_frame(response: dict[str, Any]) -> str:
