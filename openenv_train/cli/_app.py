@@ -27,10 +27,21 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _register_commands() -> None:
+    """Import every command module of this package (each registers its commands on ``app``)."""
+    import importlib
+    import pkgutil
+
+    from . import __path__ as here
+
+    for module in pkgutil.iter_modules(here):
+        if module.name.startswith("_") and module.name not in ("_app", "__main__") and not module.ispkg:
+            importlib.import_module(f"{__package__}.{module.name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 failed, 2 bad usage)."""
-    from . import _build, _catalog, _eval, _harbor, _score, _serve  # noqa: F401  (registers the commands)
-
+    _register_commands()
     try:
         result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except typer.Exit as exc:
