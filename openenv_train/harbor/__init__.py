@@ -25,6 +25,7 @@ from ._task_env import DockerTaskEnv, ExecResult, SandboxTaskEnv, TaskEnvironmen
 from ._task_errors import (
     AgentTimeoutError,
     EnvironmentSetupError,
+    McpServerError,
     ModelCallError,
     RewardFileError,
     TaskError,
@@ -68,6 +69,7 @@ __all__ = [
     "HarborRunConfig",
     "HarborTask",
     "HubPushError",
+    "McpServerError",
     "ModelAgent",
     "ModelCallError",
     "NopAgent",

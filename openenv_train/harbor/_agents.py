@@ -1,6 +1,8 @@
 """Agents that work on a Harbor task: ``oracle`` (runs solution/solve.sh), ``nop`` (does nothing) and ``model``
 (a chat model with a ``bash`` tool, called through an OpenAI-compatible endpoint).
 
+The model agent also offers the tools of the MCP servers a task declares (see ``_mcp.py``).
+
 An agent is any object with a ``name`` and ``async run(ctx)``; :class:`AgentContext` gives it the task, a
 time-limited ``bash()`` in the task's environment that records each command as an env step, and the
 capture session its model calls belong to.
@@ -16,13 +18,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._capture import CaptureStore, build_turn
 from ._task_env import ExecResult, TaskEnvironment, resolve_env
-from ._task_errors import AgentTimeoutError, ModelCallError, TaskFormatError, UnsupportedTaskFeature
+from ._task_errors import AgentTimeoutError, ModelCallError, TaskFormatError
 from ._tasks import HarborTask
 from ._trace import EnvStep
+
+if TYPE_CHECKING:
+    from ._mcp import McpToolset
 
 __all__ = [
     "BASH_TOOL",
@@ -48,6 +53,10 @@ BASH_TOOL: dict[str, Any] = {
         },
     },
 }
+
+MCP_PROMPT = (
+    " The task also provides tools from MCP servers, named mcp__<server>__<tool>; call them like bash."
+)
 
 SYSTEM_PROMPT = (
     "You are an autonomous agent solving a task in a Linux shell. Use the bash tool to inspect files, run "
@@ -213,6 +222,12 @@ class ModelAgent:
     its bounded output goes back as a ``tool`` message. The loop ends on a reply without tool calls, or after
     ``max_turns`` replies (the row is then ``truncated``).
 
+    A task's ``[[environment.mcp_servers]]`` are connected for the run (stdio servers start inside the task's
+    environment) and their tools offered next to bash as ``mcp__<server>__<tool>`` (see ``_mcp.py``); each call
+    is an agent step ``{"tool": "mcp", "server", "name", "function", "arguments"}`` in the row. A server that
+    does not start fails the attempt with ``McpServerError``; unknown tools and tool errors go back to the
+    model as tool messages.
+
     The capture session id of the attempt is sent as the API key (``Authorization: Bearer <session id>``) so
     that a capturing endpoint (the policy server) records the call; with ``client_capture=True`` (an upstream
     that records nothing) the agent records each call itself, without token ids.
@@ -221,6 +236,7 @@ class ModelAgent:
         base_url: the endpoint, e.g. ``http://127.0.0.1:8000`` (``/v1`` optional).
         model: the ``model`` field of each request; None leaves it out (the endpoint's default model).
         api_key: sent when there is no capture session (e.g. an upstream provider's key).
+        mcp_connect_timeout_s: how long each MCP server may take to start and list its tools.
     """
 
     base_url: str
@@ -233,20 +249,33 @@ class ModelAgent:
     request_timeout_s: float = 300.0
     observation_limit: int = 8000
     client_capture: bool = False
+    mcp_connect_timeout_s: float = 60.0
     name: str = "model"
 
     async def run(self, ctx: AgentContext) -> None:
-        """The agent loop (see the class docstring)."""
-        if ctx.task.config.environment.mcp_servers:
-            names = ", ".join(server.name for server in ctx.task.config.environment.mcp_servers)
-            raise UnsupportedTaskFeature(f"task {ctx.task.name} declares MCP servers ({names}); the model agent "
-                                         "offers only the bash tool for now")
+        """The agent loop (see the class docstring); with the task's MCP servers connected, if it has any."""
+        if not ctx.task.config.environment.mcp_servers:
+            await self._loop(ctx, None)
+            return
+        from ._mcp import McpToolset
+
+        remaining = ctx.remaining()
+        if remaining <= 0:
+            raise ctx.timeout_error()
+        async with McpToolset(ctx.task, ctx.env, connect_timeout_s=min(self.mcp_connect_timeout_s, remaining)) as mcp:
+            await self._loop(ctx, mcp)
+
+    async def _loop(self, ctx: AgentContext, mcp: McpToolset | None) -> None:
+        tools = [BASH_TOOL, *(mcp.schemas if mcp is not None else [])]
+        system = SYSTEM_PROMPT.format(workdir=ctx.env.workdir)
+        if mcp is not None and mcp.tools:
+            system += MCP_PROMPT
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT.format(workdir=ctx.env.workdir)},
+            {"role": "system", "content": system},
             {"role": "user", "content": ctx.task.instruction},
         ]
         for _ in range(self.max_turns):
-            message = await self._complete(ctx, messages)
+            message = await self._complete(ctx, messages, tools)
             calls = message.get("tool_calls") or []
             assistant: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
             if calls:
@@ -255,15 +284,16 @@ class ModelAgent:
             if not calls:
                 return
             for call in calls:
-                content = await self._tool(ctx, call)
+                content = await self._tool(ctx, call, mcp)
                 messages.append({"role": "tool", "tool_call_id": str(call.get("id") or ""), "content": content})
         ctx.truncated = True
 
-    async def _complete(self, ctx: AgentContext, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _complete(self, ctx: AgentContext, messages: list[dict[str, Any]],
+                        tools: list[dict[str, Any]]) -> dict[str, Any]:
         remaining = ctx.remaining()
         if remaining <= 0:
             raise ctx.timeout_error()
-        body: dict[str, Any] = {"messages": messages, "tools": [BASH_TOOL], "temperature": self.temperature,
+        body: dict[str, Any] = {"messages": messages, "tools": tools, "temperature": self.temperature,
                                 "max_tokens": self.max_tokens, **({"model": self.model} if self.model else {})}
         url = _chat_url(self.base_url)
         key = ctx.session_id if ctx.session_id and not self.client_capture else self.api_key
@@ -292,17 +322,40 @@ class ModelAgent:
                          "seconds": time.monotonic() - started}))
         return message
 
-    async def _tool(self, ctx: AgentContext, call: Any) -> str:
+    async def _tool(self, ctx: AgentContext, call: Any, mcp: McpToolset | None) -> str:
         function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or function.get("name") != "bash":
-            name = function.get("name") if isinstance(function, dict) else None
-            return f"error: unknown tool {name!r}; the only tool is 'bash'"
+        name = function.get("name") if isinstance(function, dict) else None
+        known = ["bash", *(mcp.tools if mcp is not None else [])]
+        if not isinstance(function, dict) or name not in known:
+            return f"error: unknown tool {name!r}; the tools are: {', '.join(known)}"
         try:
             arguments = json.loads(function.get("arguments") or "{}")
         except ValueError:
-            return "error: the tool arguments are not valid JSON; call bash with {\"command\": \"...\"}"
+            return f"error: the tool arguments are not valid JSON; call {name} with a JSON object"
+        if name != "bash":
+            if not isinstance(arguments, dict):
+                return f"error: the arguments of {name} must be a JSON object"
+            assert mcp is not None
+            return await self._mcp_tool(ctx, mcp, str(name), arguments)
         command = arguments.get("command") if isinstance(arguments, dict) else None
         if not isinstance(command, str) or not command.strip():
             return "error: bash needs a non-empty string argument 'command'"
         result = await ctx.bash(command, timeout_s=self.command_timeout_s)
         return format_observation(result, limit=self.observation_limit)
+
+    async def _mcp_tool(self, ctx: AgentContext, mcp: McpToolset, name: str, arguments: dict[str, Any]) -> str:
+        """Call an MCP tool and record it as an agent step (``tool: mcp``), like a bash command."""
+        remaining = ctx.remaining()
+        if remaining <= 0:
+            raise ctx.timeout_error()
+        tool = mcp.tools[name]
+        started = time.monotonic()
+        text, is_error = await mcp.call(name, arguments, timeout_s=min(self.command_timeout_s, remaining))
+        ctx.steps.append(EnvStep(
+            action={"phase": "agent", "tool": "mcp", "server": tool.server, "name": tool.name, "function": name,
+                    "arguments": arguments},
+            observation={"content": _clip(text, ctx.step_output_limit), "is_error": is_error},
+            seconds=time.monotonic() - started))
+        if ctx.remaining() <= 0:
+            raise ctx.timeout_error()
+        return _clip(text, self.observation_limit)

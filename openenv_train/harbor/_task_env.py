@@ -29,12 +29,12 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits
+from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, sandboxed_command
 from ..sandbox._mounts import python_roots
 from ._dockerfile import CopyStep, parse_dockerfile
 from ._task_errors import EnvironmentSetupError, UnsupportedTaskFeature
@@ -95,6 +95,9 @@ class TaskEnvironment(Protocol):
     def path(self, harbor_path: str) -> str:
         """Where Harbor path ``harbor_path`` is inside this environment."""
 
+    async def stdio_command(self, argv: Sequence[str]) -> list[str]:
+        """A host command line that runs ``argv`` in the environment with stdin/stdout piped (a stdio MCP server)."""
+
     async def close(self) -> None:
         """Tear the environment down; safe to call twice."""
 
@@ -154,6 +157,10 @@ _READ_FILES = (
 )
 
 
+_UNTAR = ("import sys, tarfile; safe = {'filter': 'tar'} if hasattr(tarfile, 'tar_filter') else {}; "
+          "tarfile.open(sys.argv[1]).extractall(sys.argv[2], **safe)")
+
+
 def _check_workspace(config: SandboxConfig, task: str) -> None:
     """Refuse a workspace inside or around a host folder the sandbox mounts read-only (e.g. /usr/src/app).
 
@@ -200,6 +207,7 @@ class SandboxTaskEnv:
         self._box: Sandbox | None = None
         self._files: dict[str, bytes] = {}
         self._prep: list[str] = []
+        self._shared: list[str] = []
 
     async def start(self) -> None:
         """Create the sandbox, place the Dockerfile's files and run its RUN steps, in order."""
@@ -290,10 +298,44 @@ class SandboxTaskEnv:
         """``/logs/x`` -> ``<workspace>/.harbor/logs/x`` (likewise /tests, /solution); other paths unchanged."""
         return rewrite_harbor_paths(harbor_path, self.harbor_root)
 
+    async def stdio_command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` as a long-lived sandboxed process (same limits, variables and paths as :meth:`exec`) that
+        starts from a copy of the workspace as it is now, in the WORKDIR.
+
+        Runs of the sandbox go one at a time and each restores the workspace, so the process gets its own
+        copy: it sees the files the agent wrote before it started, and what it writes is not seen by later
+        commands (nor are later commands' files seen by it).
+        """
+        if self._box is None:
+            raise EnvironmentSetupError("the sandbox is not started; call start() first")
+        if self._files or self._prep:
+            await self._checked("true", what="placing the environment's files")
+        shared = tempfile.mkdtemp(prefix="openenv-harbor-stdio-")
+        self._shared.append(shared)
+        snapshot = self._box._state_path  # the workspace as the last run left it
+        restore = ""
+        if os.path.exists(snapshot):
+            copy = os.path.join(shared, "workspace.tar")
+            shutil.copyfile(snapshot, copy)
+            os.chmod(copy, 0o644)
+            restore = (shlex.join([self.config.python, "-I", "-c", _UNTAR, copy, self.workspace])
+                       + " || exit 97\n")
+        script = f"{restore}mkdir -p {shlex.quote(self.workdir)} && cd {shlex.quote(self.workdir)} || exit 1\n" \
+                 f"exec {shlex.join(argv)}"
+        server_limits = dataclasses.replace(self.config.limits, cpu_time_s=None)
+        config = dataclasses.replace(self.config, limits=server_limits)
+        try:
+            return sandboxed_command(["bash", "-c", script], config, shared_dir=shared)
+        except SandboxError as exc:
+            raise EnvironmentSetupError(f"no sandbox for task {self.task.name}: {exc}") from None
+
     async def close(self) -> None:
         """Delete the sandbox and its scratch dir."""
         if self._box is not None:
             self._box.close()
+        for shared in self._shared:
+            shutil.rmtree(shared, ignore_errors=True)
+        self._shared.clear()
 
 
 def docker_available(*, timeout_s: float = 10.0) -> str | None:
@@ -417,6 +459,12 @@ class DockerTaskEnv:
     def path(self, harbor_path: str) -> str:
         """Harbor paths are real in a container."""
         return harbor_path
+
+    async def stdio_command(self, argv: Sequence[str]) -> list[str]:
+        """``docker exec -i`` of ``argv`` in the WORKDIR of the running container."""
+        if self.container is None:
+            raise EnvironmentSetupError("the container is not started; call start() first")
+        return [self.docker, "exec", "-i", "-w", self.workdir, self.container, *argv]
 
     async def close(self) -> None:
         """Remove the container (the image stays) and the host logs folder."""

@@ -7,11 +7,12 @@ class name, so these names are part of the trace data.
     └── TaskError                   a Harbor task could not be run to a reward
         ├── TaskFormatError         a task folder is malformed: a required file is missing, task.toml is bad
         ├── EnvironmentSetupError   the task's workspace could not be built (Dockerfile step, no sandbox)
+        │   └── McpServerError      an MCP server the task declares did not start or list its tools
         ├── AgentTimeoutError       the agent ran past ``[agent] timeout_sec``
         ├── VerifierTimeoutError    tests/test.sh ran past ``[verifier] timeout_sec``
         ├── RewardFileError         the verifier wrote no reward file, or one that does not parse
         ├── ModelCallError          the policy endpoint failed or answered something that is not a completion
-        └── UnsupportedTaskFeature  the task needs something this runner does not do yet (e.g. MCP servers)
+        └── UnsupportedTaskFeature  the task needs something this runner does not do yet (e.g. docker-compose)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ._errors import HarborError
 __all__ = [
     "AgentTimeoutError",
     "EnvironmentSetupError",
+    "McpServerError",
     "ModelCallError",
     "RewardFileError",
     "TaskError",
@@ -50,6 +52,18 @@ class TaskFormatError(TaskError):
 
 class EnvironmentSetupError(TaskError):
     """The task's workspace could not be prepared (a Dockerfile step failed, no sandbox or engine here)."""
+
+
+class McpServerError(EnvironmentSetupError):
+    """An ``[[environment.mcp_servers]]`` server could not be started, connected to, or asked for its tools.
+
+    Attributes:
+        server: the server's ``name`` in task.toml.
+    """
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class AgentTimeoutError(TaskError):

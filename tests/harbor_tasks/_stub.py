@@ -6,12 +6,17 @@ The ``model`` field picks the script:
   the conversation, a final answer without tool calls;
 - ``looper``: a tool call on every turn (never finishes);
 - ``confused``: first a call to an unknown tool and a bash call with broken arguments, then a final answer;
-- ``broken``: HTTP 500.
+- ``broken``: HTTP 500;
+- ``mcp-solver`` (the mcp-lookup example): a call of the MCP tool ``mcp__kv__lookup``, then a bash call that
+  writes the tool's answer (as the model read it) to codename.txt, then a final answer;
+- ``mcp-confused``: a call of an MCP tool the server does not have and a lookup of a missing key, then a
+  final answer.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +30,28 @@ def _call(index: int, name: str, arguments: str) -> dict[str, Any]:
     return {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+def _mcp_message(model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    results = [m["content"] for m in messages if m.get("role") == "tool"]
+    if model == "mcp-confused":
+        if results:
+            return {"role": "assistant", "content": "Gave up."}
+        return {"role": "assistant", "content": "", "tool_calls": [
+            _call(0, "mcp__kv__nope", "{}"), _call(1, "mcp__kv__lookup", json.dumps({"key": "missing"}))]}
+    if not results:
+        return {"role": "assistant", "content": "", "tool_calls": [
+            _call(0, "mcp__kv__lookup", json.dumps({"key": "release-codename"}))]}
+    if len(results) == 1:
+        command = f"printf '%s\\n' {shlex.quote(results[0])} > codename.txt"
+        return {"role": "assistant", "content": "", "tool_calls": [_call(1, "bash", json.dumps({"command": command}))]}
+    return {"role": "assistant", "content": "Done: codename.txt is written."}
+
+
 def _reply(model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     done = any(m.get("role") == "tool" for m in messages)
     turn = sum(m.get("role") == "assistant" for m in messages)
-    if model == "looper":
+    if model.startswith("mcp-"):
+        message = _mcp_message(model, messages)
+    elif model == "looper":
         message = {"role": "assistant", "content": "", "tool_calls": [_call(turn, "bash", json.dumps({"command": "echo again"}))]}
     elif model == "confused" and not done:
         message = {"role": "assistant", "content": "", "tool_calls": [_call(0, "python", "{}"), _call(1, "bash", "{not json")]}

@@ -11,9 +11,8 @@ import pytest
 from openenv_train.harbor import read_traces
 from openenv_train.harbor._agents import BASH_TOOL, ModelAgent
 from openenv_train.harbor._runner import HarborRunConfig, run_task
-from openenv_train.harbor._tasks import parse_task_config
 from tests.harbor_tasks._stub import SOLVE, StubServer
-from tests.harbor_tasks._support import EXAMPLES, write_task
+from tests.harbor_tasks._support import EXAMPLES
 from tests.sandbox.conftest import require_sandbox
 
 HELLO = EXAMPLES / "hello-world"
@@ -64,13 +63,6 @@ async def test_a_failing_endpoint_gives_a_failed_row(stub: StubServer) -> None:
     assert not row.ok and row.error is not None and row.error.type == "ModelCallError"
     assert "HTTP 500" in row.error.message and row.done  # the tests still ran
 
-
-async def test_mcp_servers_are_refused_for_now(stub: StubServer, tmp_path: Path) -> None:
-    task = write_task(tmp_path, "mcp", toml='[[environment.mcp_servers]]\nname = "search"\nurl = "http://x/mcp"\n')
-    assert parse_task_config((task / "task.toml").read_text())[0].environment.mcp_servers
-    row = await run_task(task, ModelAgent(base_url=stub.url))
-    assert not row.ok and row.error is not None and row.error.type == "UnsupportedTaskFeature"
-    assert "MCP servers (search)" in row.error.message and stub.requests == []
 
 
 def test_cli_model_url_goes_through_the_capturing_endpoint(stub: StubServer, tmp_path: Path,
