@@ -1,4 +1,4 @@
-"""Load a recipe's dataclass config from YAML plus ``key=value`` overrides."""
+"""Load a recipe's dataclass config from YAML plus ``key=value`` overrides (dotted keys reach nested sections)."""
 
 from __future__ import annotations
 
@@ -9,48 +9,108 @@ from typing import Any, TypeVar
 
 import yaml
 
-__all__ = ["load_config"]
+__all__ = ["config_to_dict", "load_config"]
 
 T = TypeVar("T")
 
 
-def _coerce(value: str, kind: Any) -> Any:
-    if kind is bool:
-        if value.lower() in ("1", "true", "yes", "on"):
-            return True
-        if value.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"expected a boolean, got {value!r}")
-    if kind in (int, float, str):
-        return kind(value)
-    return yaml.safe_load(value)
+def _is_section(kind: Any) -> bool:
+    return isinstance(kind, type) and dataclasses.is_dataclass(kind)
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+
+
+def _check_keys(cls: Any, values: dict[str, Any], where: str) -> None:
+    """Reject keys the dataclass (or one of its sections) does not have, listing the ones it has."""
+    hints = _hints(cls)
+    unknown = sorted(set(values) - set(hints))
+    if unknown:
+        names = ", ".join(f"{where}{k}" for k in unknown)
+        raise ValueError(f"unknown option(s) {names}; options{' of ' + where[:-1] if where else ''}: "
+                         f"{', '.join(hints)}")
+    for key, value in values.items():
+        if _is_section(hints[key]):
+            if not isinstance(value, dict):
+                raise ValueError(f"option {where}{key} is a section: give a mapping of its options "
+                                 f"({', '.join(_hints(hints[key]))}), got {value!r}")
+            _check_keys(hints[key], value, f"{where}{key}.")
+
+
+def _override(cls: Any, values: dict[str, Any], item: str) -> None:
+    key, sep, raw = item.partition("=")
+    if not sep:
+        raise ValueError(f"override {item!r} is not key=value (nested options are dotted: section.option=value)")
+    *sections, name = key.split(".")
+    target, kind, where = values, cls, ""
+    for section in sections:
+        hints = _hints(kind)
+        if section not in hints or not _is_section(hints[section]):
+            sections_ = [k for k, v in hints.items() if _is_section(v)]
+            raise ValueError(f"unknown section {where}{section!r} in {key!r}; sections"
+                             f"{' of ' + where[:-1] if where else ''}: {', '.join(sections_) or 'none'}")
+        target = target.setdefault(section, {})
+        if not isinstance(target, dict):
+            raise ValueError(f"option {where}{section} is a section, not a value")
+        kind, where = hints[section], f"{where}{section}."
+    hints = _hints(kind)
+    if name not in hints:
+        raise ValueError(f"unknown option {key!r}; options{' of ' + where[:-1] if where else ''}: {', '.join(hints)}")
+    # str options keep the text as typed; everything else is read as YAML (numbers, lists, null, mappings)
+    kind = hints[name]
+    value = raw if kind is str else yaml.safe_load(raw)
+    if value is not None and not isinstance(value, str) and str in typing.get_args(kind):
+        value = raw  # an optional text option given a number-like text: keep the text
+    target[name] = value
+
+
+def _validation_message(exc: Any) -> str:
+    parts = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"])
+        parts.append(f"option {loc}: {error['msg']} (got {error.get('input')!r})" if loc else error["msg"])
+    return "; ".join(parts)
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
     """Build ``cls`` from its defaults, then a YAML file, then ``key=value`` overrides.
 
+    Sections are nested dataclasses: YAML mappings in the file, dotted keys in overrides
+    (``grpo.learning_rate=1e-5``). Values are checked against the field types.
+
     Raises:
-        ValueError: an unknown key or a value of the wrong type, naming the key and the fix.
+        ValueError: an unknown key (the message lists the valid ones), a value of the wrong type, or a file
+            that is not a YAML mapping.
     """
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    hints = typing.get_type_hints(cls)
+    import pydantic
+
     values: dict[str, Any] = {}
     if path is not None:
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: expected a mapping of option names to values")
-        values.update(loaded)
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ValueError(f"override {item!r} is not key=value")
-        if key not in fields:
-            raise ValueError(f"unknown option {key!r}; options: {', '.join(fields)}")
         try:
-            values[key] = _coerce(raw, hints[key])
-        except ValueError as exc:
-            raise ValueError(f"option {key}: {exc}") from None
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)} in {path}; options: {', '.join(fields)}")
-    return cls(**values)
+            loaded = yaml.safe_load(Path(path).read_text())
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path}: not valid YAML: {exc}") from None
+        loaded = {} if loaded is None else loaded
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: expected a mapping of option names to values, got {type(loaded).__name__}")
+        values.update(loaded)
+    for key in values:
+        if not isinstance(key, str):
+            raise ValueError(f"{path}: option names must be text, got {key!r}")
+    _check_keys(cls, values, "")
+    for item in overrides or []:
+        try:
+            _override(cls, values, item)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"override {item!r}: not a valid value: {exc}") from None
+    try:
+        return pydantic.TypeAdapter(cls).validate_python(values)
+    except pydantic.ValidationError as exc:
+        raise ValueError(_validation_message(exc)) from None
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A config as plain data (for ``summary.json`` and the run's saved ``config.yaml``)."""
+    return dataclasses.asdict(config)

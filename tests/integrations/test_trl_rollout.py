@@ -93,8 +93,9 @@ def test_grpo_step_through_rollout_func_on_wordle(tmp_path: Path) -> None:
     assert any(len(r.trace.turns) > 1 for r in rows)  # multi-turn episodes were played
     for i, row in enumerate(rows):
         flat = flatten_turns(written[row.episode_id].trace.turns)
-        assert out["prompt_ids"][i] == flat.prompt_ids and out["completion_ids"][i] == flat.completion_ids
-        assert out["env_mask"][i] == flat.env_mask and out["logprobs"][i] == flat.logprobs
+        # joined completions are cut to max_completion_length (8), as the trainer's own generation would be
+        assert out["prompt_ids"][i] == flat.prompt_ids and out["completion_ids"][i] == flat.completion_ids[:8]
+        assert out["env_mask"][i] == flat.env_mask[:8] and out["logprobs"][i] == flat.logprobs[:8]
         assert out["trace_row"][i] == row.model_dump_json()
         assert flat.turns_used == len(row.trace.turns) >= 1
         assert len(flat.completion_ids) == len(flat.env_mask) == len(flat.logprobs)

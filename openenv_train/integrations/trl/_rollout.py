@@ -17,7 +17,7 @@ from ...harbor import CaptureStore, TraceRow, TraceWriter
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig
 from .._flatten import FlatEpisode, flatten_turns
 
-__all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields"]
+__all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields", "trainer_sampling"]
 
 
 class _Runner(Protocol):
@@ -54,23 +54,49 @@ def default_task(prompt: Any) -> dict[str, Any]:
     return task if isinstance(task, dict) else {}
 
 
+def trainer_sampling(args: Any, per_turn_tokens: int | None = None) -> dict[str, Any]:
+    """The sampling options of a ``GRPOConfig`` as policy-endpoint options (what every episode samples with).
+
+    >>> from types import SimpleNamespace
+    >>> trainer_sampling(SimpleNamespace(temperature=0.7, top_p=0.9, top_k=0, max_completion_length=64), 16)
+    {'temperature': 0.7, 'top_p': 0.9, 'top_k': 0, 'max_tokens': 16}
+    """
+    return {"temperature": float(getattr(args, "temperature", 1.0)), "top_p": float(getattr(args, "top_p", 1.0)),
+            "top_k": int(getattr(args, "top_k", 0) or 0),
+            "max_tokens": int(per_turn_tokens or args.max_completion_length)}
+
+
 class _PoolRunner:
-    """A Ray pool behind the same ``run``/``version`` face as :class:`~openenv_train.integrations.LocalRunner`."""
+    """A Ray pool behind the same ``run``/``backend`` face as :class:`~openenv_train.integrations.LocalRunner`.
 
-    def __init__(self, factory: PoolFactory, model: Any, tokenizer: Any) -> None:
-        from ...policy import LocalBackend, PolicyServer
+    The trainer's live model answers through a policy endpoint with the trainer's sampling options (the
+    endpoint fixes them, so the pool's actors need not know them). With ``server`` given (a pool already
+    pointed at it) that endpoint is reused; otherwise one is started and ``factory`` builds the pool.
+    """
 
-        self.capture = CaptureStore()
+    def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
+                 server: Any = None) -> None:
+        from ...policy import FixedSampling, LocalBackend, PolicyServer
+
         self.backend = LocalBackend(model, tokenizer)
-        self.server = PolicyServer(self.backend, capture=self.capture).run_in_thread()
-        self.pool = factory(self.server.base_url, self.capture)
+        served = FixedSampling(self.backend, **sampling)
+        self.own_server = server is None
+        if server is None:
+            self.capture = CaptureStore()
+            self.server = PolicyServer(served, capture=self.capture).run_in_thread()
+            self.pool = pool(self.server.base_url, self.capture)
+        else:
+            self.server, self.pool = server, pool
+            self.server.backend = served
 
     def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
-        if hasattr(self.pool, "set_policy_version"):
+        if hasattr(self.pool, "set_policy_version") and self.backend.version is not None:
             self.pool.set_policy_version(self.backend.version)
         return list(self.pool.run(specs))
 
     def close(self) -> None:
+        if not self.own_server:
+            return  # the caller's pool and endpoint: the caller closes them
         try:
             self.pool.close()
         finally:
@@ -78,11 +104,14 @@ class _PoolRunner:
 
 
 def rollout_fields(rows: Sequence[TraceRow], *, pad_id: int, fallback_prompt_ids: Sequence[list[int]] | None = None,
-                   extra_rewards: Sequence[dict[str, float | None]] | None = None) -> dict[str, list[Any]]:
+                   extra_rewards: Sequence[dict[str, float | None]] | None = None,
+                   max_completion_length: int | None = None) -> dict[str, list[Any]]:
     """The ``rollout_func`` output for ``rows``: token fields, ``env_mask``, ``reward_<name>`` and ``trace_row``.
 
     An episode with no captured turn (it failed before the model spoke) gets one masked ``pad_id`` token so
-    the batch stays aligned; its ``env_mask`` is all 0, so it trains nothing.
+    the batch stays aligned; its ``env_mask`` is all 0, so it trains nothing. Joined completions longer than
+    ``max_completion_length`` (model and env tokens together) are cut to it, as the trainer's own generation
+    would be; the cut tokens are not trained on.
     """
     out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": []}
     names = sorted({k for r in rows for k in r.rewards} | {k for e in extra_rewards or () for k in e})
@@ -94,6 +123,9 @@ def rollout_fields(rows: Sequence[TraceRow], *, pad_id: int, fallback_prompt_ids
         if not flat.completion_ids:
             prompt = flat.prompt_ids or (list(fallback_prompt_ids[i]) if fallback_prompt_ids else [pad_id])
             flat = FlatEpisode(prompt, [pad_id], [0.0], [0])
+        if max_completion_length is not None and len(flat.completion_ids) > max_completion_length:
+            cut = max_completion_length
+            flat = FlatEpisode(flat.prompt_ids, flat.completion_ids[:cut], flat.logprobs[:cut], flat.env_mask[:cut])
         out["prompt_ids"].append(flat.prompt_ids)
         out["completion_ids"].append(flat.completion_ids)
         out["logprobs"].append(flat.logprobs)
@@ -115,12 +147,15 @@ class TrlRolloutFunc:
 
     def __init__(self, env: str | PoolFactory, *, agent: AgentLoop | None, config: PoolConfig | None,
                  writer: TraceWriter | None, task_fn: Callable[[Any], dict[str, Any]],
-                 rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None) -> None:
+                 rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
+                 policy_server: Any = None, episode_prefix: str = "") -> None:
         self.env, self.agent, self.config, self.writer = env, agent, config, writer
+        self.policy_server, self.episode_prefix = policy_server, episode_prefix
         self.task_fn, self.rubric, self.per_turn_tokens = task_fn, rubric, per_turn_tokens
         self.runner: Any = None
         self.last_rows: list[TraceRow] = []
         self.calls = 0
+        self._last_step, self._step_calls = -1, 0
         self.__name__ = "openenv_rollout"
 
     def _build(self, trainer: Any) -> Any:
@@ -128,18 +163,18 @@ class TrlRolloutFunc:
 
         tokenizer = getattr(trainer, "processing_class", None)
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        sampling = trainer_sampling(trainer.args, self.per_turn_tokens)
         if isinstance(self.env, str):
-            args = trainer.args
             config = self.config or PoolConfig(num_actors=1)
-            sampling = {"temperature": float(getattr(args, "temperature", 1.0)),
-                        "max_tokens": self.per_turn_tokens or int(args.max_completion_length), **config.sampling}
-            max_tokens = config.max_tokens if config.max_tokens is not None else int(args.max_completion_length)
+            max_tokens = config.max_tokens if config.max_tokens is not None else int(trainer.args.max_completion_length)
             import dataclasses
 
-            config = dataclasses.replace(config, sampling=sampling, max_tokens=max_tokens)
+            config = dataclasses.replace(config, sampling={**sampling, **config.sampling}, max_tokens=max_tokens)
             return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
                                writer=self.writer)
-        return _PoolRunner(self.env, trainer.model, tokenizer)
+        if self.policy_server is not None:
+            return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server)
+        return _PoolRunner(self.env, trainer.model, tokenizer, sampling)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
@@ -151,7 +186,8 @@ class TrlRolloutFunc:
             if seed is None:
                 key = json.dumps(prompts[group * num_generations], sort_keys=True, default=str)
                 seed = zlib.crc32(f"{step}:{group}:{key}".encode())
-            group_id = f"c{self.calls}-g{group}"
+            # step and call within the step name the episode, so a run resumed at a step skips written rows
+            group_id = f"{self.episode_prefix}s{step}-c{self._step_calls}-g{group}"
             specs.append(EpisodeSpec(f"{group_id}-{i % num_generations}", task, int(seed), group_id))
         return specs
 
@@ -159,6 +195,8 @@ class TrlRolloutFunc:
         if self.runner is None:
             self.runner = self._build(trainer)
         step = int(trainer.state.global_step)
+        self._step_calls = self._step_calls + 1 if step == self._last_step else 0
+        self._last_step = step
         self.runner.backend.version = step
         num_generations = int(getattr(trainer, "num_generations", None) or trainer.args.num_generations)
         if num_generations < 1 or len(prompts) % num_generations:
@@ -173,7 +211,8 @@ class TrlRolloutFunc:
             extra = [dict(self.rubric(r).components) for r in rows]
         tokenizer = self.runner.backend.tokenizer
         return rollout_fields(rows, pad_id=self.runner.backend.pad_id, extra_rewards=extra,
-                              fallback_prompt_ids=[_render(tokenizer, p) for p in prompts])
+                              fallback_prompt_ids=[_render(tokenizer, p) for p in prompts],
+                              max_completion_length=int(trainer.args.max_completion_length))
 
     def close(self) -> None:
         """Stop the env server(s) and the policy endpoint."""
@@ -188,10 +227,10 @@ def _render(tokenizer: Any, prompt: Any) -> list[int]:
     return list(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=False))
 
 
-def make_rollout_func(env: str | PoolFactory, *, agent: AgentLoop | None = None, config: PoolConfig | None = None,
+def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None = None, config: PoolConfig | None = None,
                       writer: TraceWriter | None = None, task_fn: Callable[[Any], dict[str, Any]] = default_task,
-                      rubric: Callable[[TraceRow], Any] | None = None,
-                      per_turn_tokens: int | None = None) -> TrlRolloutFunc:
+                      rubric: Callable[[TraceRow], Any] | None = None, per_turn_tokens: int | None = None,
+                      policy_server: Any = None, episode_prefix: str = "") -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -202,7 +241,8 @@ def make_rollout_func(env: str | PoolFactory, *, agent: AgentLoop | None = None,
 
     Args:
         env: catalog name, ``module:Class`` or URL: episodes run in this process, no Ray (one env server
-            subprocess). Or a :data:`PoolFactory` building a Ray :class:`~openenv_train.pool.RolloutPool`.
+            subprocess). Or a :data:`PoolFactory` building a Ray :class:`~openenv_train.pool.RolloutPool`. Or a
+            started pool whose policy is ``policy_server``'s URL (its rows go to the pool's writer).
         agent: the agent loop (default :class:`~openenv_train.pool.TextAgent`).
         config: pool options (``max_turns``, ``sessions_per_actor``, ``sampling``...). ``sampling`` defaults to the
             trainer's ``temperature`` and ``max_tokens=per_turn_tokens or max_completion_length``; ``max_tokens``
@@ -214,6 +254,15 @@ def make_rollout_func(env: str | PoolFactory, *, agent: AgentLoop | None = None,
             always ``reward_env``), next to ``trace_row`` (the row as JSON, what
             :func:`~openenv_train.rubrics.reward_function` reads).
         per_turn_tokens: completion tokens per model turn.
+        policy_server: with a started pool as ``env``: the :class:`~openenv_train.policy.PolicyServer` the pool
+            calls; its backend becomes the trainer's model with the trainer's sampling options.
+        episode_prefix: prepended to every episode and group id (e.g. the phase of a recipe).
+
+    On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
+    ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
     """
+    if not isinstance(env, str) and not callable(env) and policy_server is None:
+        raise ValueError("make_rollout_func: a started pool needs policy_server=, the PolicyServer whose URL is the "
+                         "pool's policy (or pass a PoolFactory and let the rollout function start both)")
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
-                          per_turn_tokens=per_turn_tokens)
+                          per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix)

@@ -1,0 +1,95 @@
+"""Backends that wrap a policy rather than a model: a scripted expert served like a model, and fixed sampling.
+
+- :class:`ScriptedBackend` answers each request with ``reply(messages)``; with a tokenizer it reports the
+  prompt and completion token ids a model with that chat template would have seen and produced, so expert
+  episodes captured through it are SFT data in exactly the format the model is later asked in.
+- :class:`FixedSampling` serves another backend with sampling options the host chooses (greedy evaluation,
+  a trainer's temperature), whatever the caller sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend
+
+__all__ = ["FixedSampling", "ScriptedBackend"]
+
+
+class ScriptedBackend:
+    """A scripted policy behind the chat-completions API.
+
+    Args:
+        reply: ``reply(messages) -> text``: the assistant's answer to the conversation so far.
+        tokenizer: a tokenizer with a chat template; when given, answers carry token ids (logprob 0.0 per
+            token: the script is deterministic) so captured turns hold the exact training tokens.
+        model_id: the name answers carry.
+    """
+
+    def __init__(self, reply: Callable[[list[dict[str, Any]]], str], tokenizer: Any = None, *,
+                 model_id: str = "scripted") -> None:
+        self.reply, self.tokenizer, self._model_id = reply, tokenizer, model_id
+        self.version: int | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The name answers carry."""
+        return self._model_id
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """Answer with ``reply(messages)`` (``n`` identical choices)."""
+        text = self.reply(request.messages)
+        prompt_ids: list[int] | None = None
+        completion: list[int] | None = None
+        if self.tokenizer is not None:
+            prompt_ids = list(self.tokenizer.apply_chat_template(request.messages, add_generation_prompt=True,
+                                                                 tokenize=True, return_dict=False))
+            full = self.tokenizer.apply_chat_template([*request.messages, {"role": "assistant", "content": text}],
+                                                      tokenize=True, return_dict=False)
+            # The completion is what the template adds after the generation prompt, through the end-of-turn
+            # token; trailing newlines the template writes between turns are not sampled by a model.
+            completion = list(full[len(prompt_ids):])
+            end = self.tokenizer.convert_tokens_to_ids(self.tokenizer.eos_token) if self.tokenizer.eos_token else None
+            if end in completion:
+                completion = completion[:completion.index(end) + 1]
+        choices = [ChatChoice({"role": "assistant", "content": text}, "stop", completion,
+                              [0.0] * len(completion) if completion is not None else None)
+                   for _ in range(request.sampling.n)]
+        return ChatResult(self.model_id, choices, prompt_ids, exact=prompt_ids is not None,
+                          info={"backend": "scripted", "policy_version": self.version})
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class FixedSampling:
+    """Serve ``backend`` with ``overrides`` replacing the caller's sampling options.
+
+    >>> FixedSampling(ScriptedBackend(lambda m: "hi"), temperature=0.0).overrides
+    {'temperature': 0.0}
+    """
+
+    def __init__(self, backend: PolicyBackend, **overrides: Any) -> None:
+        from ._types import SamplingParams
+
+        known = {f.name for f in dataclasses.fields(SamplingParams)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}; options: {', '.join(sorted(known))}")
+        self.backend, self.overrides = backend, overrides
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped backend's name."""
+        return self.backend.model_id
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        """The wrapped backend's answer with the fixed sampling options."""
+        return await self.backend.chat(dataclasses.replace(
+            request, sampling=dataclasses.replace(request.sampling, **self.overrides)))
+
+    async def aclose(self) -> None:
+        """Close the wrapped backend."""
+        await self.backend.aclose()
