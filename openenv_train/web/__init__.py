@@ -1,0 +1,27 @@
+"""Web views: the env playground of ``serve --web`` and the trace viewer of ``openenv-train view``.
+
+Both are plain HTML/JS/CSS shipped in ``static/`` (no CDN, no build step). The viewer's JSON API and
+HTTP app load pyarrow lazily, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._dataset import TraceIndex
+    from ._viewer import ViewerApi, ViewerServer
+
+__all__ = ["TraceIndex", "ViewerApi", "ViewerServer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TraceIndex":
+        from ._dataset import TraceIndex
+
+        return TraceIndex
+    if name in ("ViewerApi", "ViewerServer"):
+        from . import _viewer
+
+        return getattr(_viewer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,200 @@
+"""The viewer's JSON API over a :class:`TraceIndex`: pure ``(method, target) -> Asset``, no sockets.
+
+Routes: ``/api/info``, ``/api/episodes?offset&limit&env&ok&min_reward&max_reward&group``,
+``/api/episode/<id>``, ``/api/curves``; everything else is a file of ``static/viewer``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ._dataset import EpisodeFilter, TraceIndex
+from ._static import Asset, read_static
+from ._tokens import TokenTexts
+
+__all__ = ["MAX_PAGE", "ViewerApi"]
+
+MAX_PAGE = 500
+_WIN_WINDOW = 16
+_FIRST_SERIES = ("reward", "win_rate")
+
+
+class BadRequest(ValueError):
+    """A query parameter that cannot be used; the message names it and the expected form."""
+
+
+def _json(payload: Any, status: int = 200) -> Asset:
+    return Asset(json.dumps(payload, ensure_ascii=False, allow_nan=False).encode(), "application/json", status)
+
+
+def _error(status: int, message: str) -> Asset:
+    return _json({"detail": message}, status)
+
+
+class ViewerApi:
+    """Answers the viewer's requests for one trace source."""
+
+    def __init__(self, index: TraceIndex) -> None:
+        self.index = index
+        self.tokens = TokenTexts()
+
+    def handle(self, method: str, target: str) -> Asset:
+        """Route one request (``target`` = path and query)."""
+        if method not in ("GET", "HEAD"):
+            return _error(405, "Method Not Allowed: the viewer only serves GET")
+        url = urlsplit(target)
+        path = unquote(url.path)
+        try:
+            if path == "/api/info":
+                return _json({"source": str(self.index.source), **self.index.facets(),
+                              "metrics": self._metrics_path() is not None})
+            if path == "/api/episodes":
+                return _json(self.episodes(parse_qs(url.query)))
+            if path.startswith("/api/episode/"):
+                episode = self.episode(path[len("/api/episode/"):])
+                return _json(episode) if episode is not None else _error(404, f"no episode with id {path[13:]!r}")
+            if path == "/api/curves":
+                return _json(self.curves())
+        except BadRequest as exc:
+            return _error(400, str(exc))
+        if path.startswith("/api/"):
+            return _error(404, f"no API route {path}; see /api/info, /api/episodes, /api/episode/<id>, /api/curves")
+        asset = read_static("viewer", path.lstrip("/"))
+        return asset if asset is not None else _error(404, f"not found: {path}")
+
+    # -- the table -------------------------------------------------------------------------------
+    def episodes(self, query: dict[str, list[str]]) -> dict[str, Any]:
+        """One page of the episode table for the query's filters."""
+        def one(name: str) -> str | None:
+            values = query.get(name)
+            return values[-1] if values and values[-1] != "" else None
+
+        offset = _int(one("offset"), "offset", 0)
+        limit = min(_int(one("limit"), "limit", 50), MAX_PAGE)
+        if offset < 0 or limit < 1:
+            raise BadRequest(f"offset must be >= 0 and limit >= 1, got offset={offset} limit={limit}")
+        ok = one("ok")
+        if ok not in (None, "true", "false"):
+            raise BadRequest(f"ok must be true or false, got {ok!r}")
+        flt = EpisodeFilter(env=one("env"), ok=None if ok is None else ok == "true",
+                            min_reward=_float(one("min_reward"), "min_reward"),
+                            max_reward=_float(one("max_reward"), "max_reward"), group=one("group"))
+        return self.index.page(flt, offset, limit)
+
+    # -- one episode -----------------------------------------------------------------------------
+    def episode(self, trace_id: str) -> dict[str, Any] | None:
+        """One row, ready to show: steps and turns decoded, completion tokens with text and logprobs."""
+        rec = self.index.record(trace_id)
+        if rec is None:
+            return None
+        model = (rec.get("policy") or {}).get("model")
+        steps = [{**s, "action": _loads(s.get("action")), "observation": _loads(s.get("observation")),
+                  "reward": _finite(s.get("reward"))} for s in rec.get("steps") or []]
+        turns: list[dict[str, Any]] = []
+        previous: list[Any] = []
+        for turn in rec.get("turns") or []:
+            for key in ("request", "response", "metadata"):
+                turn[key] = _loads(turn.get(key)) or {}
+            messages = list(turn["request"].get("messages") or [])
+            # a later call usually repeats the conversation so far (plus the reply): show only what is new
+            new = messages[len(previous) + 1:] if previous and messages[:len(previous)] == previous else messages
+            previous = messages
+            texts, source = self.tokens.texts(turn, model)
+            choices = [{k: v for k, v in c.items() if k != "logprobs"} for c in turn["response"].get("choices") or []]
+            mask = list(turn.get("loss_mask") or [])
+            n_prompt = len(turn.get("prompt_token_ids") or [])
+            turns.append({
+                "node_id": turn.get("node_id"), "messages": messages, "new_messages": new,
+                "tools": turn["request"].get("tools") or [], "choices": choices, "metadata": turn["metadata"],
+                "prompt_tokens": n_prompt,
+                "completion": {"ids": list(turn.get("completion_token_ids") or []),
+                               "logps": [_finite(x) for x in turn.get("per_token_logps") or []],
+                               "mask": mask[n_prompt:], "texts": texts, "source": source},
+            })
+        index = rec.pop("_index")
+        # a scored dataset version (`openenv-train score`) keeps rubric components as reward_<name> columns
+        rewards = dict(rec.get("rewards") or {}) if isinstance(rec.get("rewards"), dict) else {}
+        rewards.update({k[7:]: _finite(v) for k, v in rec.items() if k.startswith("reward_") and _number(v)})
+        rec["rewards"] = rewards
+        return {**{k: v for k, v in rec.items() if k not in ("steps", "turns")}, "id": trace_id, "index": index,
+                "reward": _finite(rec.get("reward")), "steps": steps, "turns": turns}
+
+    # -- curves ----------------------------------------------------------------------------------
+    def _metrics_path(self) -> Path | None:
+        source = self.index.source
+        path = source / "metrics.jsonl" if source.is_dir() else None
+        return path if path is not None and path.is_file() else None
+
+    def curves(self) -> dict[str, Any]:
+        """Series to plot: every numeric key of ``metrics.jsonl`` by step, else per-episode reward and win rate."""
+        path = self._metrics_path()
+        if path is not None:
+            series: dict[str, list[list[float]]] = {}
+            with path.open(encoding="utf-8") as f:
+                for i, line in enumerate(f):
+                    try:
+                        point = json.loads(line)
+                    except ValueError:
+                        continue  # a torn last line of a run that is still writing
+                    if not isinstance(point, dict):
+                        continue
+                    x = point.get("step", i)
+                    for key, value in point.items():
+                        if key != "step" and _number(value) and _number(x):
+                            series.setdefault(key, []).append([x, value])
+            names = [n for n in _FIRST_SERIES if n in series] + sorted(n for n in series if n not in _FIRST_SERIES)
+            return {"source": "metrics.jsonl", "x": "step", "series": [{"name": n, "points": series[n]} for n in names]}
+        rewards = self.index.rewards()
+        points = [[i, r] for i, r in enumerate(rewards) if r is not None]
+        wins: list[list[float]] = []
+        recent: list[float] = []
+        for i, r in enumerate(rewards):
+            if r is None:
+                continue
+            recent = (recent + [1.0 if r >= 1.0 else 0.0])[-_WIN_WINDOW:]
+            wins.append([i, sum(recent) / len(recent)])
+        return {"source": "episodes", "x": "episode",
+                "series": [{"name": "reward", "points": points},
+                           {"name": f"win_rate (reward >= 1, last {_WIN_WINDOW})", "points": wins}]}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _finite(value: Any) -> Any:
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def _loads(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _int(text: str | None, name: str, default: int) -> int:
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer, got {text!r}") from None
+
+
+def _float(text: str | None, name: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{name} must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise BadRequest(f"{name} must be finite, got {text!r}")
+    return value

@@ -1,0 +1,117 @@
+"""The /web playground of a real ``serve --web`` subprocess, driven in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+if os.environ.get("OPENENV_TRAIN_REQUIRE_BROWSER") != "1":  # with it set, a missing selenium fails collection
+    pytest.importorskip("selenium", reason="selenium is not installed (pip install selenium)")
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from openenv_train.envs.wordle.solver import WordleSolver
+
+
+def _wait(driver: Any, condition: Any, timeout: float = 15) -> Any:
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def _open(driver: Any, url: str) -> None:
+    driver.get(f"{url}/web")  # the redirect to /web/ is part of what is tested
+    _wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    _wait(driver, lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "open")
+    assert driver.current_url.endswith("/web/")
+
+
+def _history(driver: Any) -> list[list[str]]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")
+    return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
+
+
+def _click_and_wait(driver: Any, button: str) -> list[str]:
+    before = len(_history(driver))
+    driver.find_element(By.ID, button).click()
+    _wait(driver, lambda d: len(_history(d)) > before)
+    return _history(driver)[-1]
+
+
+def _json(driver: Any, element_id: str) -> Any:
+    return json.loads(driver.find_element(By.ID, element_id).text)
+
+
+def test_play_wordle_to_the_end(browser: Any, wordle_web: str, screenshot: Any) -> None:
+    _open(browser, wordle_web)
+    assert browser.find_element(By.ID, "env-name").text == "wordle"
+    # the form is built from GET /schema: WordleAction has one string field, `message`
+    field = browser.find_element(By.ID, "field-message")
+    assert field.get_attribute("data-kind") == "string"
+    assert not browser.find_element(By.ID, "tool-picker").is_displayed()  # not an MCP env
+    browser.find_element(By.ID, "seed").send_keys("7")
+    row = _click_and_wait(browser, "reset")
+    assert row[1] == "reset" and json.loads(row[2]) == {"seed": 7}
+    assert _json(browser, "observation")["guesses"] == []
+    assert browser.find_element(By.ID, "done").text == "false"
+    screenshot(browser, "wordle-reset")
+
+    solver, steps = WordleSolver(), 0
+    while browser.find_element(By.ID, "done").text != "true":
+        obs = _json(browser, "observation")
+        guess = solver.next_guess(list(zip(obs["guesses"], obs["feedback"], strict=True)))
+        field.clear()
+        field.send_keys(f"My guess is [{guess}]")
+        row = _click_and_wait(browser, "step")
+        steps += 1
+        assert row[1] == "step" and json.loads(row[2]) == {"message": f"My guess is [{guess}]"}
+        assert _json(browser, "observation")["guesses"][-1] == guess
+        assert steps <= 6, "the game should end within six guesses"
+    obs = _json(browser, "observation")
+    state = _json(browser, "state")
+    assert state["done"] is True and state["step_count"] == steps and state["guesses"] == obs["guesses"]
+    assert obs["feedback"][-1] == "GGGGG", f"the solver should win seed 7: {obs['feedback']}"
+    assert browser.find_element(By.ID, "reward").text == "1"  # JSON 1.0 as JavaScript prints it
+    history = _history(browser)
+    assert len(history) == steps + 1 and history[-1][3:] == ["1", "true"]
+    assert browser.find_element(By.ID, "step-count").text == str(steps)
+    assert browser.find_element(By.ID, "error").is_displayed() is False
+    screenshot(browser, "wordle-won")
+
+
+def test_errors_are_shown_and_the_session_stays(browser: Any, wordle_web: str) -> None:
+    _open(browser, wordle_web)
+    # an action field the schema does not have: the server's VALIDATION_ERROR reaches the page
+    browser.execute_script(
+        "const i = document.createElement('input'); i.name = 'bogus'; i.value = 'x'; i.dataset.kind = 'string';"
+        "document.querySelector('#action-form').append(i);")
+    row = _click_and_wait(browser, "step")
+    assert row[1] == "step (error)"
+    error = browser.find_element(By.ID, "error")
+    assert error.is_displayed() and "VALIDATION_ERROR" in error.text and "bogus" in error.text
+    assert browser.find_element(By.ID, "status").get_attribute("data-state") == "open"
+    _click_and_wait(browser, "reset")
+    assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+def test_mcp_env_lists_tools_and_calls_one(browser: Any, echo_web: str, screenshot: Any) -> None:
+    _open(browser, echo_web)
+    _wait(browser, lambda d: d.find_element(By.ID, "tool-picker").is_displayed())
+    tools = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#tool option")]
+    assert {"echo_message", "echo_with_length"} <= set(tools)
+    _click_and_wait(browser, "reset")
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.ID, "tool")).select_by_value("echo_with_length")
+    _wait(browser, lambda d: d.find_elements(By.ID, "field-message"))
+    browser.find_element(By.ID, "field-message").send_keys("hello web")
+    row = _click_and_wait(browser, "step")
+    assert json.loads(row[2]) == {"type": "call_tool", "tool_name": "echo_with_length",
+                                  "arguments": {"message": "hello web"}}
+    obs = _json(browser, "observation")
+    assert obs["tool_name"] == "echo_with_length" and obs["error"] is None
+    assert obs["result"]["data"] == {"message": "hello web", "length": 9}
+    assert _json(browser, "state")["step_count"] == 1
+    screenshot(browser, "echo-tool-call")
