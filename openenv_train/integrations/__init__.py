@@ -1,8 +1,11 @@
 """Trainer adapters: TRL, SkyRL, ART, Unsloth (see DESIGN.md).
 
 - :mod:`openenv_train.integrations.trl`: GRPOTrainer ``rollout_func``, reward functions, SFT datasets.
-- :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output.
-- :mod:`openenv_train.integrations.art`: trace rows -> ``art.Trajectory``/``TrajectoryGroup`` (ART imported lazily).
+- :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output; any env as a SkyRL
+  ``BaseTextEnv`` (:func:`~openenv_train.integrations.skyrl.register_skyrl_env`).
+- :mod:`openenv_train.integrations.art`: trace rows -> ``art.Trajectory``/``TrajectoryGroup``, and
+  :func:`~openenv_train.integrations.art.make_art_rollout` for ART's training loop (ART imported lazily).
+- :mod:`openenv_train.integrations.unsloth`: ``load_model`` with Unsloth on a GPU, else plain transformers.
 - :class:`LocalRunner`: episodes in this process (no Ray) against a live model served with capture.
 - :func:`flatten_turns`: an episode's turns as one prompt + completion with an env mask.
 """

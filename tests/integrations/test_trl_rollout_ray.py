@@ -102,3 +102,29 @@ def test_rollout_func_on_a_started_pool_and_its_policy_server(ray_local: Any, tm
 def test_a_started_pool_without_its_policy_server_is_refused() -> None:
     with pytest.raises(ValueError, match="policy_server"):
         make_rollout_func(object())
+
+
+@pytest.mark.timeout(300)
+def test_rollout_func_through_an_upstream_policy_server(ray_local: Any, tmp_path: Path) -> None:
+    """``policy_url``: a vLLM-style server answers (here another PolicyServer over the tiny model)."""
+    from openenv_train.policy import LocalBackend, PolicyServer, build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny")
+    upstream = PolicyServer(LocalBackend(str(path))).run_in_thread()
+
+    def factory(base_url: str, capture: CaptureStore) -> RolloutPool:
+        return RolloutPool("wordle", base_url, capture=capture, num_actors=1, max_turns=2, run_id="up").start()
+
+    rollout = make_rollout_func(factory, per_turn_tokens=4, policy_url=upstream.base_url)
+    try:
+        out = rollout(['{"task": "crane"}'] * 2, _trainer(path, step=1))
+    finally:
+        rollout.close()
+        upstream.close()
+    rows = rollout.last_rows
+    assert len(rows) == 2 and all(r.ok and r.trace.turns for r in rows)
+    assert all(t.completion_token_ids and t.per_token_logps for r in rows for t in r.trace.turns)
+    used = [t.metadata["sampling_requested"] for r in rows for t in r.trace.turns]
+    assert all(u.get("temperature") in (None, 1.0) for u in used)  # the actors asked nothing special...
+    assert all(len(t.completion_token_ids) <= 4 for r in rows for t in r.trace.turns)  # ...the trainer's cap held
+    assert len(out["completion_ids"]) == 2 and all(out["completion_ids"])

@@ -75,10 +75,10 @@ class _PoolRunner:
     """
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
-                 server: Any = None) -> None:
-        from ...policy import FixedSampling, LocalBackend, PolicyServer
+                 server: Any = None, policy_url: str | None = None) -> None:
+        from ...policy import FixedSampling, LocalBackend, PolicyServer, UpstreamBackend
 
-        self.backend = LocalBackend(model, tokenizer)
+        self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer)
         served = FixedSampling(self.backend, **sampling)
         self.own_server = server is None
         if server is None:
@@ -148,9 +148,10 @@ class TrlRolloutFunc:
     def __init__(self, env: str | PoolFactory, *, agent: AgentLoop | None, config: PoolConfig | None,
                  writer: TraceWriter | None, task_fn: Callable[[Any], dict[str, Any]],
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
-                 policy_server: Any = None, episode_prefix: str = "") -> None:
+                 policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None) -> None:
         self.env, self.agent, self.config, self.writer = env, agent, config, writer
-        self.policy_server, self.episode_prefix = policy_server, episode_prefix
+        self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
+        self.tokenizer: Any = None
         self.task_fn, self.rubric, self.per_turn_tokens = task_fn, rubric, per_turn_tokens
         self.runner: Any = None
         self.last_rows: list[TraceRow] = []
@@ -162,9 +163,11 @@ class TrlRolloutFunc:
         from .._runner import LocalRunner
 
         tokenizer = getattr(trainer, "processing_class", None)
-        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        tokenizer = self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
         sampling = trainer_sampling(trainer.args, self.per_turn_tokens)
         if isinstance(self.env, str):
+            if self.policy_url:
+                raise ValueError("policy_url needs a pool (a PoolFactory or a started pool), not an env name")
             config = self.config or PoolConfig(num_actors=1)
             max_tokens = config.max_tokens if config.max_tokens is not None else int(trainer.args.max_completion_length)
             import dataclasses
@@ -172,9 +175,8 @@ class TrlRolloutFunc:
             config = dataclasses.replace(config, sampling={**sampling, **config.sampling}, max_tokens=max_tokens)
             return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
                                writer=self.writer)
-        if self.policy_server is not None:
-            return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server)
-        return _PoolRunner(self.env, trainer.model, tokenizer, sampling)
+        return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
+                           policy_url=self.policy_url)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
@@ -209,8 +211,9 @@ class TrlRolloutFunc:
         extra = None
         if self.rubric is not None:
             extra = [dict(self.rubric(r).components) for r in rows]
-        tokenizer = self.runner.backend.tokenizer
-        return rollout_fields(rows, pad_id=self.runner.backend.pad_id, extra_rewards=extra,
+        tokenizer = self.tokenizer
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        return rollout_fields(rows, pad_id=int(pad_id or 0), extra_rewards=extra,
                               fallback_prompt_ids=[_render(tokenizer, p) for p in prompts],
                               max_completion_length=int(trainer.args.max_completion_length))
 
@@ -230,7 +233,8 @@ def _render(tokenizer: Any, prompt: Any) -> list[int]:
 def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None = None, config: PoolConfig | None = None,
                       writer: TraceWriter | None = None, task_fn: Callable[[Any], dict[str, Any]] = default_task,
                       rubric: Callable[[TraceRow], Any] | None = None, per_turn_tokens: int | None = None,
-                      policy_server: Any = None, episode_prefix: str = "") -> TrlRolloutFunc:
+                      policy_server: Any = None, episode_prefix: str = "",
+                      policy_url: str | None = None) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -257,6 +261,9 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
         policy_server: with a started pool as ``env``: the :class:`~openenv_train.policy.PolicyServer` the pool
             calls; its backend becomes the trainer's model with the trainer's sampling options.
         episode_prefix: prepended to every episode and group id (e.g. the phase of a recipe).
+        policy_url: on a pool path, answer through this OpenAI-compatible server instead of the trainer's model
+            in this process: a ``trl vllm-serve`` server that ``GRPOConfig(use_vllm=True, vllm_mode="server")``
+            keeps in sync with the trainer's weights at every step.
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -265,4 +272,5 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
         raise ValueError("make_rollout_func: a started pool needs policy_server=, the PolicyServer whose URL is the "
                          "pool's policy (or pass a PoolFactory and let the rollout function start both)")
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
-                          per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix)
+                          per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
+                          policy_url=policy_url)

@@ -4,7 +4,7 @@ Each row becomes one trajectory: ``prompt_token_ids`` (the first turn's prompt),
 and the env tokens between them), ``loss_masks`` (1 model, 0 env), ``rollout_logprobs`` (0.0 on env tokens),
 ``rewards`` (the episode reward on the last response token, SkyRL's per-token form, or one float per
 trajectory), ``stop_reasons`` (the last turn's finish reason) and ``trajectory_ids``
-(``{"instance_id": group_id, "repetition_id": n}``). Not yet here: the ``BaseTextEnv`` adapter.
+(``{"instance_id": group_id, "repetition_id": n}``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..harbor import TraceRow
-from ._flatten import flatten_turns
+from ...harbor import TraceRow
+from .._flatten import flatten_turns
 
 __all__ = ["to_skyrl_generator_output"]
 
