@@ -51,11 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (typer.Abort, KeyboardInterrupt):
         return 130
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
+    except Exception as exc:  # usage errors (typer vendors click as typer._click, not click.ClickException)
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            return code
         raise
     return result if isinstance(result, int) else 0

@@ -11,15 +11,17 @@ Output: ``<output_dir>/<name>/traces/*.parquet`` (resumable: written episodes ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._config import load_config
 
-__all__ = ["CollectConfig", "main", "run"]
+__all__ = ["CollectConfig", "RandomPolicy", "main", "random_action", "run"]
 
 
 @dataclass
@@ -31,7 +33,8 @@ class CollectConfig:
     env: str = "wordle"
     """Catalog name, ``module:Class``, or a server URL."""
     policy: str = "wordle-solver"
-    """``wordle-solver``, ``module:callable`` (scripted), or an OpenAI-compatible URL."""
+    """``wordle-solver``, ``random`` (random valid actions), ``module:callable`` (scripted), a local model folder,
+    or an OpenAI-compatible URL."""
     tasks: int = 8
     """Groups to run; task i resets with seed ``seed + i``."""
     num_generations: int = 2
@@ -51,16 +54,109 @@ class CollectConfig:
             raise ValueError(f"tasks and num_generations must be >= 1, got {self.tasks} and {self.num_generations}")
 
 
-def _policy(spec: str) -> Any:
+def random_action(schema: dict[str, Any], *, seed: int | None = None, rng: random.Random | None = None) -> Any:
+    """A random value valid under the JSON schema ``schema`` (the subset pydantic writes: types, enums,
+    bounds, ``$ref``/``$defs``, ``anyOf``/``oneOf``, defaults).
+
+    Example:
+        >>> random_action({"type": "object", "properties": {"delta": {"type": "integer", "minimum": 1, "maximum": 1}},
+        ...                "required": ["delta"]}, seed=0)
+        {'delta': 1}
+    """
+    rng = rng or random.Random(seed)
+    defs = schema.get("$defs", {})
+
+    def value(node: dict[str, Any]) -> Any:
+        if "$ref" in node:
+            return value(defs[node["$ref"].rsplit("/", 1)[-1]])
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            return rng.choice(node["enum"])
+        variants = node.get("anyOf") or node.get("oneOf")
+        if variants:
+            return value(rng.choice([v for v in variants if v.get("type") != "null"] or variants))
+        kind = node.get("type", "object")
+        if kind == "integer":
+            low, high = node.get("minimum", -10), node.get("maximum", 10)
+            return rng.randint(int(low), max(int(low), int(high)))
+        if kind == "number":
+            return rng.uniform(node.get("minimum", -10.0), node.get("maximum", 10.0))
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "string":
+            size = rng.randint(node.get("minLength", 1), max(node.get("minLength", 1), node.get("maxLength", 8)))
+            return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size))
+        if kind == "array":
+            return [value(node.get("items", {})) for _ in range(node.get("minItems", rng.randint(0, 2)))]
+        if kind == "null":
+            return None
+        required = set(node.get("required", []))
+        return {k: value(v) for k, v in node.get("properties", {}).items() if k in required or k != "metadata"}
+
+    return value(schema)
+
+
+class RandomPolicy:
+    """``policy(observation) -> action``: random valid actions from the action schema, or random tool calls
+    (with random arguments from each tool's input schema) for an MCP env."""
+
+    def __init__(self, action_schema: dict[str, Any], tools: list[dict[str, Any]] | None = None, seed: int = 0) -> None:
+        self.action_schema, self.tools, self.rng = action_schema, tools, random.Random(seed)
+
+    def __call__(self, observation: Any) -> Any:
+        if self.tools:
+            tool = self.rng.choice(self.tools)
+            return {"type": "call_tool", "tool_name": tool["name"],
+                    "arguments": random_action(tool.get("input_schema") or {}, rng=self.rng)}
+        return random_action(self.action_schema, rng=self.rng)
+
+
+def _env_interface(env: str) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    """The action schema and (for an MCP env) the tools of ``env``: a catalog name, module:Class or URL."""
+    if env.startswith(("http://", "https://")):
+        import urllib.request
+
+        base = env.rstrip("/")
+        with urllib.request.urlopen(f"{base}/schema", timeout=10) as reply:
+            schema = json.loads(reply.read())["action"]
+        request = urllib.request.Request(f"{base}/mcp", data=json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            tools = (json.loads(reply.read()).get("result") or {}).get("tools")
+        return schema, [{"name": t["name"], "input_schema": t.get("inputSchema") or t.get("input_schema")}
+                        for t in tools or []] or None
+    from ..envs import load_env_class
+    from ..server import MCPEnvironment
+
+    env_cls = load_env_class(env)
+    if issubclass(env_cls, MCPEnvironment):
+        instance = env_cls()
+        try:
+            return {}, [{"name": t.name, "input_schema": t.input_schema} for t in instance.list_tools()]
+        finally:
+            instance.close()
+    return env_cls.spec_info().schema()["action"], None
+
+
+def _policy(spec: str, env: str = "wordle", seed: int = 0) -> Any:
+    """``wordle-solver``, ``random``, a local model folder (returned as a Path: run() serves it), ``module:callable``
+    or an OpenAI-compatible URL."""
     if spec.startswith(("http://", "https://")):
         return spec
     if spec == "wordle-solver":
         from ..envs.wordle.solver import WordleSolver
 
         return WordleSolver().act
+    if spec == "random":
+        return RandomPolicy(*_env_interface(env), seed=seed)
+    if Path(spec).is_dir():
+        return Path(spec)
     module, sep, attr = spec.partition(":")
     if not sep:
-        raise ValueError(f"policy {spec!r}: use 'wordle-solver', 'module:callable' or an http(s):// URL")
+        raise ValueError(f"policy {spec!r}: use 'wordle-solver', 'random', a model folder, 'module:callable' "
+                         "or an http(s):// URL")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -74,8 +170,18 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
                           episode_timeout_s=cfg.episode_timeout_s, max_retries=cfg.max_retries, run_id=cfg.name,
                           ray_address=cfg.ray_address, show_progress=cfg.show_progress, **cfg.pool)
     specs = make_groups(range(cfg.seed, cfg.seed + cfg.tasks), cfg.num_generations)
-    with TraceWriter(out, resume=True) as writer, RolloutPool(cfg.env, _policy(cfg.policy), config=pool_cfg,
-                                                              writer=writer) as pool:
+    policy = _policy(cfg.policy, cfg.env, cfg.seed)
+    with contextlib.ExitStack() as stack:
+        capture = None
+        if isinstance(policy, Path):  # a local model: serve it on loopback and record its calls into the rows
+            from ..harbor import CaptureStore
+            from ..policy import LocalBackend, PolicyServer
+
+            capture = CaptureStore()
+            server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture).run_in_thread())
+            policy = server.base_url
+        writer = stack.enter_context(TraceWriter(out, resume=True))
+        pool = stack.enter_context(RolloutPool(cfg.env, policy, config=pool_cfg, writer=writer, capture=capture))
         rows = pool.run(specs)
         metrics = pool.metrics
     summary = {"config": asdict(cfg), "metrics": metrics.summary(), "rows": len(rows),

@@ -1,0 +1,82 @@
+"""``openenv-train collect ENV --policy P -n N -o DIR``: roll out episodes through the Ray pool into a trace dataset."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ._app import app, err, fail
+
+_SCRIPTED = {"wordle": "wordle-solver", "openenv_train.envs.wordle:WordleEnvironment": "wordle-solver"}
+"""Envs with a scripted solver, and the collect recipe's name for it."""
+
+
+def _policy_spec(env: str, policy: str) -> str:
+    """The collect recipe's ``policy`` for the CLI's ``--policy``; raises ValueError saying what to use instead."""
+    if policy == "scripted":
+        if env not in _SCRIPTED:
+            raise ValueError(f"{env!r} has no scripted solver (only {', '.join(sorted(_SCRIPTED))} do); use --policy "
+                             "random, a local model folder, or an OpenAI-compatible http(s):// URL")
+        return _SCRIPTED[env]
+    if policy == "random" or policy.startswith(("http://", "https://")):
+        return policy
+    if Path(policy).is_dir():
+        return str(Path(policy).resolve())
+    raise ValueError(f"--policy {policy!r} is not scripted, random, an existing model folder nor an http(s):// URL "
+                     "(build a tiny offline model with openenv_train.policy.build_tiny_model(path))")
+
+
+@app.command()
+def collect(
+    env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, or a running server's URL.")],
+    policy: Annotated[str, typer.Option(help="scripted (the env's solver: wordle), random (random valid actions or "
+                                             "tool calls), a local model folder, or an OpenAI-compatible URL.")],
+    episodes: Annotated[int, typer.Option("-n", "--episodes", help="Episodes to play (reset seeds SEED..SEED+N-1).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Run folder; rows go to DIR/traces/*.parquet, "
+                                                                 "DIR/summary.json. Episodes already there are skipped.")],
+    num_generations: Annotated[int, typer.Option(help="Episodes per seed (GRPO groups); -n counts seeds then.")] = 1,
+    seed: Annotated[int, typer.Option(help="First reset seed.")] = 0,
+    num_actors: Annotated[int, typer.Option(help="Ray actors (each starts its own env server).")] = 1,
+    sessions_per_actor: Annotated[int, typer.Option(help="Concurrent episodes per actor.")] = 4,
+    max_turns: Annotated[int, typer.Option(help="Most policy turns per episode (then it is truncated).")] = 12,
+    episode_timeout: Annotated[float, typer.Option(help="Seconds an episode may take.")] = 120.0,
+    max_tokens: Annotated[int, typer.Option(help="Most tokens per model reply (model and URL policies).")] = 128,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (model and URL policies).")] = 1.0,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local Ray).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = False,
+) -> None:
+    """Play N episodes of ENV with a policy in the Ray rollout pool; write TrainingTrace rows (Parquet).
+
+    Exit status 0 when every episode finished, 1 when some failed (their rows have ok=false), 2 for bad usage.
+    """
+    from ..recipes.collect import CollectConfig, run
+
+    pool: dict[str, Any] = {}
+    if ":" in env:  # a module:Class of the working directory: the env servers import it from there
+        sys.path.insert(0, os.getcwd())
+        pool["env_vars"] = {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    if policy not in ("scripted", "random"):
+        pool["sampling"] = {"max_tokens": max_tokens, "temperature": temperature}
+    try:
+        spec = _policy_spec(env, policy)
+        cfg = CollectConfig(name=output.resolve().name, output_dir=str(output.resolve().parent), env=env, policy=spec,
+                            tasks=episodes, num_generations=num_generations, seed=seed, num_actors=num_actors,
+                            sessions_per_actor=sessions_per_actor, max_turns=max_turns, episode_timeout_s=episode_timeout,
+                            ray_address=ray_address, show_progress=progress, pool=pool)
+    except ValueError as exc:
+        raise fail(str(exc), code=2) from None
+    try:
+        summary = run(cfg)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        raise fail(str(exc)) from None
+    from rich.console import Console
+
+    Console(stderr=True).print(summary.pop("table"))
+    failed = summary["metrics"]["failed"]
+    err.print(f"mean reward {summary['mean_reward']}, failed {failed}")
+    typer.echo(f"wrote {summary['rows']} rows to {summary['output']}/traces")
+    raise typer.Exit(0 if failed == 0 else 1)
