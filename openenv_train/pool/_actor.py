@@ -132,7 +132,7 @@ class RolloutActor:
             self.generation += 1
             self.provider = LocalProcessProvider(
                 self.env, max_sessions=self.config.sessions_per_actor + 4, env_vars=dict(self.config.env_vars),
-                extra_args=list(self.config.server_args),
+                extra_args=list(self.config.server_args), sandbox=self.config.sandbox or None,
             )
             self.endpoint = None
             self.endpoint = await self.provider.start()

@@ -48,6 +48,8 @@ class PoolConfig:
     """Variables added to each env server's environment (e.g. ``PYTHONPATH`` for a ``module:Class`` env)."""
     server_args: list[str] = field(default_factory=list)
     """Extra ``openenv-train serve`` options of each env server."""
+    sandbox: bool = False
+    """Run each env server in the OS sandbox (no network; reached through a Unix socket)."""
     reply_timeout_s: float = 60.0
     """Limit on each env reply."""
     model_timeout_s: float = 300.0

@@ -56,3 +56,22 @@ def test_ray_job_submit_runs_the_collection_recipe(ray_head: tuple[str, dict[str
     assert sorted(r.episode_id for r in rows) == [f"g{i}-{k}" for i in range(3) for k in range(2)]
     assert all(r.ok and r.run_id == "job" for r in rows)
     assert (tmp_path / "job" / "summary.json").exists()
+
+
+@pytest.mark.timeout(600)
+def test_ray_job_submit_runs_the_grpo_wordle_recipe(ray_head: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    """The README's ``ray job submit`` of the training recipe, with the smoke config, on a local head node."""
+    address, env = ray_head
+    config = Path(__file__).resolve().parents[2] / "configs" / "grpo_wordle_smoke.yaml"
+    job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m", "openenv_train.recipes.grpo_wordle",
+           "--config", str(config), f"output.dir={tmp_path}", "output.name=job", "grpo.steps=2", "grpo.save_steps=2"]
+    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "succeeded" in done.stdout + done.stderr
+    rows = read_traces(tmp_path / "job")
+    assert sum(r.episode_id.startswith("grpo-") for r in rows) == 2 * 2 * 2
+    assert all(r.ok for r in rows)
+    import json
+
+    summary = json.loads((tmp_path / "job" / "summary.json").read_text())
+    assert set(summary["phases"]) == {"untrained", "sft", "grpo"} and "improvement" in summary

@@ -1,0 +1,173 @@
+"""Evaluate any checkpoint (or OpenAI-compatible endpoint) on any catalog env; write traces and a summary.
+
+    python -m openenv_train.recipes.eval model=runs/grpo-wordle/checkpoints/final env=wordle episodes=100
+    python -m openenv_train.recipes.eval model=http://127.0.0.1:8001/v1 env=echo agent=tool
+
+Episode i resets with seed ``seed + i`` (Wordle: the i-th held-out secret of the GRPO recipe's split, so numbers
+compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.json``, ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._config import config_to_dict, load_config
+from ._report import phase_summary, write_summary
+
+__all__ = ["EvalConfig", "json_action", "main", "run"]
+
+
+@dataclass
+class EvalConfig:
+    """Options of an evaluation."""
+
+    model: str = ""
+    """A checkpoint folder, or an OpenAI-compatible base URL (``http://host:port/v1``)."""
+    env: str = "wordle"
+    """Catalog name, ``module:Class`` or a server URL."""
+    episodes: int = 50
+    seed: int = 0
+    agent: str = "auto"
+    """``wordle`` (the GRPO recipe's chat), ``text`` (reply = JSON action), ``tool`` (MCP tools); ``auto`` picks."""
+    max_turns: int = 10
+    per_turn_tokens: int = 64
+    temperature: float = 0.0
+    num_actors: int = 1
+    sessions_per_actor: int = 8
+    bootstrap_resamples: int = 2000
+    output_dir: str = "runs"
+    name: str = "eval"
+    show_progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("model is required: a checkpoint folder or an OpenAI-compatible URL (model=PATH)")
+        if self.agent not in ("auto", "wordle", "text", "tool"):
+            raise ValueError(f"agent must be auto, wordle, text or tool, got {self.agent!r}")
+        if self.episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def json_action(text: str) -> dict[str, Any]:
+    """A typed env's action from a reply: its JSON object, else the text as ``message``.
+
+    >>> json_action('move: {"direction": "up"}'), json_action("hello")
+    ({'direction': 'up'}, {'message': 'hello'})
+    """
+    found = _OBJECT.search(text)
+    if found:
+        try:
+            value = json.loads(found.group(0))
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {"message": text}
+
+
+def _agent_kind(cfg: EvalConfig) -> str:
+    if cfg.agent != "auto":
+        return cfg.agent
+    if cfg.env == "wordle":
+        return "wordle"
+    if cfg.env.startswith(("http://", "https://", "ws://", "wss://")):
+        return "text"
+    from ..envs import load_env_class
+    from ..server import MCPEnvironment
+
+    return "tool" if issubclass(load_env_class(cfg.env), MCPEnvironment) else "text"
+
+
+def _agent(kind: str) -> Any:
+    from ..pool import TextAgent, ToolAgent
+    from ._wordle import wordle_agent
+
+    if kind == "wordle":
+        return wordle_agent()
+    if kind == "tool":
+        return ToolAgent()
+    return TextAgent(parser=json_action, system_prompt="Reply with the action as one JSON object.")
+
+
+def _backend(model: str) -> Any:
+    from ..policy import LocalBackend, UpstreamBackend
+
+    if model.startswith(("http://", "https://")):
+        return UpstreamBackend(model)
+    if not Path(model).exists():
+        raise ValueError(f"model {model!r}: no such checkpoint folder (give a path or an http(s):// URL)")
+    return LocalBackend(model)
+
+
+def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
+    if kind != "wordle":
+        return [{} for _ in range(cfg.episodes)]
+    from .grpo_wordle import GrpoWordleConfig, _splits
+
+    recipe = GrpoWordleConfig(seed=cfg.seed)
+    recipe.eval.words = cfg.episodes
+    held, _, _ = _splits(recipe)
+    return [{"task": word} for word in held]
+
+
+def run(cfg: EvalConfig) -> dict[str, Any]:
+    """Play the episodes with the model (greedy by default) and write traces and the summary."""
+    from ..harbor import CaptureStore, TraceWriter
+    from ..policy import FixedSampling, PolicyServer
+    from ..pool import EpisodeSpec, PoolConfig, RolloutPool
+    from ._wordle import game_metrics
+
+    out = Path(cfg.output_dir) / cfg.name
+    kind = _agent_kind(cfg)
+    capture = CaptureStore()
+    backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=cfg.per_turn_tokens)
+    pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
+                          max_turns=cfg.max_turns, client="mcp" if kind == "tool" else "generic",
+                          show_progress=cfg.show_progress, run_id=cfg.name)
+    specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
+             for i, task in enumerate(_episode_tasks(cfg, kind))]
+    with PolicyServer(backend, capture=capture).run_in_thread() as server, TraceWriter(out, resume=True) as writer, \
+            RolloutPool(cfg.env, server.base_url, agent=_agent(kind), config=pool_cfg, writer=writer,
+                        capture=capture) as pool:
+        rows = pool.run(specs)
+
+    def metrics(row: Any) -> dict[str, float]:
+        base = {"reward": float(row.reward or 0.0), "ok": float(row.ok), "done": float(row.done)}
+        return {**base, **game_metrics(row)} if kind == "wordle" else base
+
+    result = phase_summary([metrics(r) for r in rows], resamples=cfg.bootstrap_resamples, seed=cfg.seed)
+    return write_summary(out, {"eval": result}, order=["eval"], metric="reward", labels={"eval": cfg.model},
+                         extra={"title": f"Evaluation of {cfg.model} on {cfg.env}", "agent": kind,
+                                "config": config_to_dict(cfg)}, resamples=cfg.bootstrap_resamples, seed=cfg.seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.eval",
+                                     description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--config", help="YAML file of EvalConfig options")
+    parser.add_argument("overrides", nargs="*", help="key=value options, e.g. model=PATH env=wordle episodes=100")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(EvalConfig, args.config, args.overrides)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    try:
+        summary = run(cfg)
+    except ValueError as exc:
+        parser.exit(1, f"error: {exc}\n")
+    out = Path(cfg.output_dir) / cfg.name
+    print((out / "summary.md").read_text())
+    return 0 if summary["phases"]["eval"]["ok"]["mean"] == 1.0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,437 @@
+"""Train a model to play Wordle, offline, end to end: expert warm start (SFT), then GRPO on a Ray rollout pool.
+
+    python -m openenv_train.recipes.grpo_wordle [--config configs/grpo_wordle.yaml] [section.key=value ...]
+    python -m openenv_train.recipes.grpo_wordle --resume runs/grpo-wordle
+
+1. Wordle env servers (sandboxed local processes, or ``--env-url``) and a Ray rollout pool.
+2. The tiny offline model (or ``--model PATH_OR_ID``).
+3. Baseline: the untrained policy on a fixed set of held-out secrets (greedy).
+4. Warm start: the scripted solver plays through the same capturing harness; SFT on its conversations.
+5. GRPO through the pool (TRL ``rollout_func``): every model call is captured into the run's traces.
+6. The same held-out secrets after SFT and after GRPO.
+7. ``runs/<name>/``: traces (Parquet), checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from ._config import config_to_dict, load_config
+from ._report import MetricsLog, phase_summary, plot_training, write_summary
+from ._training import ModelSection, SFTSection, load_model, log_callback, train_sft
+
+__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig", "OutputSection", "PoolSection", "main",
+           "run"]
+
+console = Console()
+logger = logging.getLogger(__name__)
+LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO"}
+
+
+@dataclass
+class EnvSection:
+    """Where the Wordle games run."""
+
+    url: str | None = None
+    """A running OpenEnv-compatible Wordle server (ours, or OpenEnv's TextArena one); null starts ours."""
+    sandbox: str = "auto"
+    """``on``: env servers in the OS sandbox (fail if it is missing); ``auto``: when available; ``off``."""
+    max_turns: int = 10
+    """Model turns per game (six guesses plus room for refused ones)."""
+
+
+@dataclass
+class PoolSection:
+    """The Ray rollout pool."""
+
+    num_actors: int = 2
+    sessions_per_actor: int = 16
+    ray_address: str | None = None
+    """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
+    ray_num_cpus: int | None = None
+    episode_timeout_s: float = 120.0
+
+
+@dataclass
+class GRPOSection:
+    """GRPO with TRL through the pool."""
+
+    enabled: bool = True
+    steps: int = 30
+    prompts_per_step: int = 4
+    """Secrets per step; each is played ``num_generations`` times (one group)."""
+    num_generations: int = 8
+    learning_rate: float = 2e-4
+    beta: float = 0.0
+    """KL weight to the reference (SFT) model; 0 skips the reference model."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 160
+    """Tokens of one game's joined completion (model and env tokens) that are trained on."""
+    per_turn_tokens: int = 12
+    """Tokens the model may write per guess."""
+    reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "greens": 0.5, "yellows": 0.2,
+                                                                       "invalid_guesses": -0.5})
+    """Reward components (``env`` = the game's reward; the ``wordle`` rubric's names) and their weights."""
+    save_steps: int = 10
+    use_vllm: bool = False
+    """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
+    vllm_url: str = "http://127.0.0.1:8000"
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.prompts_per_step < 1:
+            raise ValueError("grpo.steps and grpo.prompts_per_step must be >= 1")
+        if self.num_generations < 2:
+            raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the games of a group), "
+                             f"got {self.num_generations}")
+        names = {"env", "correct", "greens", "yellows", "format", "repetition", "invalid_guesses"}
+        unknown = sorted(set(self.reward_weights) - names)
+        if unknown or not self.reward_weights:
+            raise ValueError(f"grpo.reward_weights: unknown component(s) {unknown}; components: {sorted(names)}")
+
+
+@dataclass
+class EvalSection:
+    """Greedy evaluation on held-out secrets, with bootstrap intervals."""
+
+    words: int = 100
+    """Held-out secrets (never used for SFT or GRPO)."""
+    bootstrap_resamples: int = 2000
+
+
+@dataclass
+class OutputSection:
+    """Where the run is written."""
+
+    dir: str = "runs"
+    name: str = "grpo-wordle"
+
+
+@dataclass
+class GrpoWordleConfig:
+    """Every setting of the recipe (``configs/grpo_wordle.yaml``)."""
+
+    seed: int = 0
+    show_progress: bool = True
+    model: ModelSection = field(default_factory=ModelSection)
+    env: EnvSection = field(default_factory=EnvSection)
+    pool: PoolSection = field(default_factory=PoolSection)
+    sft: SFTSection = field(default_factory=SFTSection)
+    grpo: GRPOSection = field(default_factory=GRPOSection)
+    eval: EvalSection = field(default_factory=EvalSection)
+    output: OutputSection = field(default_factory=OutputSection)
+
+    def __post_init__(self) -> None:
+        if self.env.sandbox not in ("on", "auto", "off"):
+            raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")
+
+
+# -- run state (for --resume) ------------------------------------------------------------------------------
+class RunState:
+    """``state.json``: which phases are done and the per-task results of finished evaluations."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"done": [], "evals": {}}
+
+    def done(self, phase: str) -> bool:
+        return phase in self.data["done"]
+
+    def finish(self, phase: str, **values: Any) -> None:
+        self.data["done"].append(phase)
+        self.data.update(values)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        os.replace(tmp, self.path)  # never a torn state file, whenever the run is killed
+
+
+def _splits(cfg: GrpoWordleConfig) -> tuple[list[str], list[str], list[str]]:
+    """Held-out, SFT and GRPO secrets: disjoint, fixed by the seed."""
+    from ..envs.wordle import answers
+
+    words = sorted(answers())
+    random.Random(cfg.seed).shuffle(words)
+    held, rest = words[:cfg.eval.words], words[cfg.eval.words:]
+    sft = rest[:cfg.sft.episodes] if cfg.sft.episodes <= len(rest) else [rest[i % len(rest)]
+                                                                         for i in range(cfg.sft.episodes)]
+    rng = random.Random(cfg.seed + 1)
+    grpo = [rng.choice(rest) for _ in range(cfg.grpo.steps * cfg.grpo.prompts_per_step)]
+    return held, sft, grpo
+
+
+def _sandbox(cfg: GrpoWordleConfig) -> bool:
+    if cfg.env.url or cfg.env.sandbox == "off":
+        return False
+    if cfg.env.sandbox == "on":
+        return True
+    from ..sandbox import sandbox_available
+
+    why = sandbox_available()
+    if why:
+        console.print(f"[yellow]env servers run unsandboxed:[/] {why} (env.sandbox=on makes this an error)")
+    return why is None
+
+
+@contextmanager
+def _phase(title: str, number: int) -> Iterator[None]:
+    console.rule(f"[bold]{number}/7 {title}")
+    start = time.perf_counter()
+    yield
+    console.print(f"[dim]{title}: {time.perf_counter() - start:.1f}s[/]")
+
+
+class _Games:
+    """The pool, its policy endpoint and the trace writer: plays sets of games with whatever backend is set."""
+
+    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
+        from ..harbor import CaptureStore, TraceWriter
+        from ..policy import PolicyServer, ScriptedBackend
+        from ..pool import PoolConfig, RolloutPool
+        from ._wordle import expert_reply, wordle_agent
+
+        self.writer = TraceWriter(out, resume=True)
+        self.capture = CaptureStore()
+        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture).run_in_thread()
+        pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
+                              max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
+                              ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
+                              sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
+        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=wordle_agent(),
+                                config=pool_cfg, writer=self.writer, capture=self.capture).start()
+
+    def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
+        """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
+        from ..pool import EpisodeSpec
+
+        self.server.backend = backend
+        specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
+                 enumerate(words)]
+        return self.pool.run(specs)
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+        finally:
+            self.server.close()
+            self.writer.close()
+
+
+def _evaluate(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], phase: str, cfg: GrpoWordleConfig,
+              state: RunState, metrics: MetricsLog) -> dict[str, Any]:
+    from ..policy import FixedSampling, LocalBackend
+    from ._wordle import game_metrics
+
+    if phase in state.data["evals"]:
+        return state.data["evals"][phase]  # type: ignore[no-any-return]
+    model.eval()
+    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens)
+    rows = games.play(backend, words, f"eval-{phase}")
+    per_task = [game_metrics(row) for row in rows]
+    result = phase_summary(per_task, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    result["failed_episodes"] = sum(not row.ok for row in rows)
+    metrics.write({"phase": f"eval_{phase}", **{k: v["mean"] for k, v in result["metrics"].items()}})
+    line = ", ".join(f"{k} {v['mean']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
+                     for k, v in result["metrics"].items())
+    console.print(f"[bold]{LABELS[phase]}[/] ({len(rows)} held-out secrets): {line}")
+    state.finish(f"eval_{phase}", evals={**state.data["evals"], phase: result})
+    return result
+
+
+def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: GrpoWordleConfig, out: Path,
+          metrics: MetricsLog) -> Any:
+    import datasets
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ..integrations.trl import field_reward, make_rollout_func
+    from ..rubrics import get_rubric
+    from ._wordle import game_metrics
+
+    g = cfg.grpo
+    rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=get_rubric("wordle"),
+                                per_turn_tokens=g.per_turn_tokens, episode_prefix="grpo-",
+                                policy_url=f"{g.vllm_url.rstrip('/')}/v1" if g.use_vllm else None)
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        fields = rollout(prompts, trainer)
+        games_ = [game_metrics(row) for row in rollout.last_rows]
+        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1,
+                       **{k: sum(m[k] for m in games_) / len(games_) for k in games_[0]},
+                       "failed": sum(not r.ok for r in rollout.last_rows)})
+        return fields
+
+    names = list(g.reward_weights)
+    vllm: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": g.vllm_url} if g.use_vllm else {}
+    args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
+                      per_device_train_batch_size=g.prompts_per_step * g.num_generations,
+                      num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+                      learning_rate=g.learning_rate, beta=g.beta, temperature=g.temperature, top_p=g.top_p,
+                      reward_weights=[g.reward_weights[n] for n in names], logging_steps=1, save_strategy="steps",
+                      save_steps=g.save_steps, report_to=[], use_cpu=not torch.cuda.is_available(), bf16=False,
+                      seed=cfg.seed, disable_tqdm=not cfg.show_progress, **vllm)
+    dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words]})
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
+                          reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
+                          callbacks=[log_callback(metrics, "grpo")])
+    checkpoints = sorted((out / "checkpoints" / "grpo").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    if checkpoints:
+        console.print(f"resuming GRPO from {checkpoints[-1]}")
+    trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
+    rollout.close()
+    final = out / "checkpoints" / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    return trainer.model
+
+
+def _named(fn: Any, name: str) -> Any:
+    fn.__name__ = name  # TRL logs each reward function under its __name__
+    return fn
+
+
+def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
+    """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
+    from transformers import AutoModelForCausalLM
+
+    out = Path(cfg.output.dir) / cfg.output.name
+    if not resume and (out / "state.json").exists():
+        raise ValueError(f"{out} holds a run already: resume it with --resume {out}, or choose another "
+                         "output.name")
+    out.mkdir(parents=True, exist_ok=True)
+    _check_writable(out)
+    (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+    state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
+    held, sft_words, grpo_words = _splits(cfg)
+    started = time.perf_counter()
+    games = None
+    try:
+        with _phase("env servers and rollout pool", 1):
+            games = _Games(cfg, out)
+            console.print(f"pool: {cfg.pool.num_actors} actors x {cfg.pool.sessions_per_actor} sessions on "
+                          f"{cfg.env.url or 'wordle'} (sandboxed: {games.pool.config.sandbox}); policy endpoint "
+                          f"{games.server.base_url}")
+        with _phase("model", 2):
+            model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
+            console.print(f"{sum(p.numel() for p in model.parameters()):,} parameters "
+                          f"({cfg.model.path or 'tiny offline model'})")
+        with _phase("baseline: the untrained policy on held-out secrets", 3):
+            _evaluate(games, model, tokenizer, held, "untrained", cfg, state, metrics)
+        sft_dir = out / "checkpoints" / "sft"
+        with _phase("warm start: expert games, then SFT", 4):
+            if not cfg.sft.enabled:
+                console.print("sft.enabled is false: skipped")
+            elif state.done("sft"):
+                model = AutoModelForCausalLM.from_pretrained(sft_dir)
+                console.print(f"done before: loaded {sft_dir}")
+            else:
+                from ..integrations.trl import traces_to_sft_dataset
+                from ..policy import ScriptedBackend
+                from ._wordle import expert_reply
+
+                rows = games.play(ScriptedBackend(expert_reply, tokenizer, model_id="wordle-solver"), sft_words,
+                                  "expert")
+                dataset = traces_to_sft_dataset(rows)
+                console.print(f"{len(dataset)} expert games ({sum(r.reward == 1.0 for r in rows)} won)")
+                model = train_sft(model, tokenizer, dataset, cfg.sft, sft_dir, metrics=metrics, seed=cfg.seed,
+                                  show_progress=cfg.show_progress)
+                state.finish("sft")
+            if cfg.sft.enabled:
+                _evaluate(games, model, tokenizer, held, "sft", cfg, state, metrics)
+        with _phase("GRPO through the rollout pool", 5):
+            final = out / "checkpoints" / "final"
+            if not cfg.grpo.enabled:
+                console.print("grpo.enabled is false: skipped")
+            elif state.done("grpo"):
+                model = AutoModelForCausalLM.from_pretrained(final)
+                console.print(f"done before: loaded {final}")
+            else:
+                model = _grpo(games, model, tokenizer, grpo_words, cfg, out, metrics)
+                state.finish("grpo")
+        with _phase("evaluation after GRPO (after SFT: end of step 4)", 6):
+            if cfg.grpo.enabled:
+                _evaluate(games, model, tokenizer, held, "grpo", cfg, state, metrics)
+    finally:
+        if games is not None:
+            games.close()
+    with _phase("summary", 7):
+        evals = state.data["evals"]
+        extra = {"title": "GRPO Wordle", "run": str(out), "held_out_secrets": len(held),
+                 "seconds_this_session": round(time.perf_counter() - started, 1), "config": config_to_dict(cfg)}
+        summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="reward", labels=LABELS,
+                                extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+        plot_training(metrics.read(), out / "training.png", evals=evals, labels=LABELS)
+        console.print((out / "summary.md").read_text())
+        console.print(f"wrote {out}: traces/, checkpoints/, metrics.jsonl, training.png, summary.md, summary.json")
+    return summary
+
+
+def _check_writable(out: Path) -> None:
+    probe = out / ".write-probe"
+    try:
+        probe.write_bytes(b"x" * 4096)
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"cannot write the run to {out}: {exc}; choose another output.dir or free space") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.grpo_wordle",
+                                     description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--config", help="YAML file of settings (default: the embedded defaults)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase, "
+                        "GRPO checkpoint and trace shard (its config.yaml is reused)")
+    parser.add_argument("--env-url", help="a running OpenEnv-compatible Wordle server (env.url)")
+    parser.add_argument("--ray-address", help="an existing Ray cluster (pool.ray_address)")
+    parser.add_argument("--model", help="a checkpoint folder or Hub id instead of the tiny model (model.path)")
+    parser.add_argument("--use-vllm", action="store_true", help="generate with a trl vllm-serve server (GPU)")
+    parser.add_argument("--unsloth", action="store_true", help="load the model with Unsloth (GPU)")
+    parser.add_argument("--name", help="run name (output.name)")
+    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. grpo.steps=10 sft.epochs=2")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    overrides = list(args.overrides)
+    flags = {"env.url": args.env_url, "pool.ray_address": args.ray_address, "model.path": args.model,
+             "output.name": args.name, "grpo.use_vllm": "true" if args.use_vllm else None,
+             "model.unsloth": "true" if args.unsloth else None}
+    overrides += [f"{k}={v}" for k, v in flags.items() if v is not None]
+    config_path = args.config
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "config.yaml").exists():
+            parser.error(f"--resume {run_dir}: no config.yaml there (not a run directory of this recipe)")
+        config_path = config_path or str(run_dir / "config.yaml")
+        overrides += [f"output.dir={run_dir.parent}", f"output.name={run_dir.name}"]
+    try:
+        cfg = load_config(GrpoWordleConfig, config_path, overrides)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        summary = run(cfg, resume=bool(args.resume))
+    except ValueError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 1
+    console.print(f"improvement in mean reward: {json.dumps(summary.get('improvement'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

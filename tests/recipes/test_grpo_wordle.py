@@ -1,0 +1,122 @@
+"""The GRPO Wordle recipe end to end with the smoke config: killed (-9) during GRPO, resumed, every output checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from openenv_train.harbor import read_traces
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "configs" / "grpo_wordle_smoke.yaml"
+RECIPE = [sys.executable, "-m", "openenv_train.recipes.grpo_wordle"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _wait_for_checkpoint(run: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the recipe ended before its first GRPO checkpoint"
+        if list((run / "checkpoints" / "grpo").glob("checkpoint-2/trainer_state.json")):
+            return
+        time.sleep(0.5)
+    raise AssertionError("no GRPO checkpoint within the time limit")
+
+
+@pytest.mark.timeout(600)
+def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Path) -> None:
+    run = tmp_path / "grpo-wordle-smoke"
+    log = (tmp_path / "first.log").open("wb")
+    first = subprocess.Popen([*RECIPE, "--config", str(SMOKE), f"output.dir={tmp_path}"], stdout=log,
+                             stderr=subprocess.STDOUT, env=_env(), cwd=tmp_path, start_new_session=True)
+    try:
+        _wait_for_checkpoint(run, first, 420)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # the trainer and everything it started, mid-run
+        first.wait()
+    state = json.loads((run / "state.json").read_text())
+    assert "sft" in state["done"] and "grpo" not in state["done"]
+
+    resumed = subprocess.run([*RECIPE, "--resume", str(run)], capture_output=True, text=True, env=_env(),
+                             cwd=tmp_path, timeout=420)
+    assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
+    assert "resuming GRPO from" in resumed.stdout
+
+    # traces: one row per episode, none lost or doubled across the kill; GRPO rows carry exact tokens
+    rows = read_traces(run)
+    ids = [r.episode_id for r in rows]
+    assert len(ids) == len(set(ids))
+    assert sum(r.episode_id.startswith("expert-") for r in rows) == 40
+    for phase in ("untrained", "sft", "grpo"):
+        assert sum(r.episode_id.startswith(f"eval-{phase}-") for r in rows) == 8
+    grpo = [r for r in rows if r.episode_id.startswith("grpo-")]
+    assert {r.episode_id.split("-")[1] for r in grpo} == {"s0", "s1", "s2", "s3"}  # 4 steps x 2 groups x 2 games
+    assert len(grpo) == 16 and all(r.ok and r.trace.turns for r in grpo)
+    assert all(t.completion_token_ids and len(t.per_token_logps) == len(t.completion_token_ids)
+               for r in grpo for t in r.trace.turns)
+    assert sorted({r.policy.version for r in grpo}) == [0, 1, 2, 3]
+    expert = [r for r in rows if r.episode_id.startswith("expert-")]
+    assert all(r.reward == 1.0 for r in expert)  # the scripted solver wins every game
+    # the folder loads with datasets in one line
+    import datasets
+
+    loaded = datasets.load_dataset("parquet", data_files=str(run / "traces" / "*.parquet"), split="train")
+    assert loaded.num_rows == len(rows)
+
+    # checkpoints
+    for name in ("sft", "final"):
+        assert (run / "checkpoints" / name / "config.json").exists()
+        assert (run / "checkpoints" / name / "tokenizer.json").exists()
+    assert (run / "checkpoints" / "grpo" / "checkpoint-4").exists()
+
+    # metrics.jsonl: SFT logs, one rollout line per GRPO step, trainer logs, three evaluations
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    phases = {line["phase"] for line in lines}
+    assert {"sft", "grpo", "grpo_rollout", "eval_untrained", "eval_sft", "eval_grpo"} <= phases
+    assert {line["step"] for line in lines if line["phase"] == "grpo_rollout"} >= {3, 4}
+    assert all("reward" in line and "win" in line for line in lines if line["phase"] == "grpo_rollout")
+
+    # the plot and the summaries
+    assert (run / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary["phases"]) == {"untrained", "sft", "grpo"}
+    for phase in summary["phases"].values():
+        assert {"reward", "win", "greens", "yellows", "invalid_rate"} <= set(phase)
+        assert all(m["ci_low"] <= m["mean"] <= m["ci_high"] and m["n"] == 8 for m in phase.values())
+    imp = summary["improvement"]
+    assert imp["from"] == "untrained" and imp["to"] == "grpo"
+    assert imp["mean"] == pytest.approx(summary["phases"]["grpo"]["reward"]["mean"]
+                                        - summary["phases"]["untrained"]["reward"]["mean"])
+    assert imp["ci_low"] <= imp["mean"] <= imp["ci_high"]
+    # the random model never makes a valid guess; the expert-tuned one does
+    assert summary["phases"]["untrained"]["invalid_rate"]["mean"] == 1.0
+    assert summary["phases"]["sft"]["invalid_rate"]["mean"] < 1.0
+    md = (run / "summary.md").read_text()
+    assert "| reward |" in md and "Improvement in reward" in md
+    config = (run / "config.yaml").read_text()
+    assert "num_generations: 2" in config
+
+
+def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> None:
+    done = subprocess.run([*RECIPE, "grpo.stepz=3"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 2
+    assert "unknown option 'grpo.stepz'" in done.stderr and "steps" in done.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grpo:\n  num_generations: 1\n")
+    done = subprocess.run([*RECIPE, "--config", str(bad)], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 2 and "num_generations must be >= 2" in done.stderr
+    done = subprocess.run([*RECIPE, "--resume", str(tmp_path / "nothing")], capture_output=True, text=True,
+                          env=_env(), cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "no config.yaml" in done.stderr
