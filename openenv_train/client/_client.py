@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import enum
 import logging
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from ..core import (
     ConnectionLost,
@@ -42,6 +43,8 @@ __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
 log = logging.getLogger("openenv_train.client")
 
 ActT = TypeVar("ActT")
+#: Environment variable with the token sent to servers when no ``token`` argument is given.
+TOKEN_ENV = "OPENENV_TRAIN_TOKEN"  # the same name as openenv_train.server's, kept here to stay import-light
 ObsT = TypeVar("ObsT")
 StateT = TypeVar("StateT")
 C = TypeVar("C", bound="EnvClient[Any, Any, Any]")
@@ -69,7 +72,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         reply_timeout_s: limit on each reply; past it the session is failed.
         max_message_size: largest reply accepted, in bytes.
         reconnect: open a new session on the next call after the connection was lost.
-        headers: extra HTTP headers of the handshake (e.g. ``Authorization``).
+        headers: extra HTTP headers of the handshake.
+        token: the server's token, sent as ``Authorization: Bearer <token>``; None reads
+            ``$OPENENV_TRAIN_TOKEN`` (unset: no token), "" sends none.
         provider: starts the server on ``connect()`` and stops it on ``close()``.
 
     Example:
@@ -100,6 +105,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         max_message_size: int = 100 * 2**20,
         reconnect: bool = True,
         headers: dict[str, str] | None = None,
+        token: str | None = None,
         provider: Provider | None = None,
     ) -> None:
         if base_url is None and uds is None and provider is None:
@@ -118,6 +124,8 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self.max_message_size = max_message_size
         self.reconnect = reconnect
         self.headers = dict(headers or {})
+        # Kept apart from ``headers`` so that printing those never shows it.
+        self._token = (os.environ.get(TOKEN_ENV, "").strip() if token is None else token) or None
         self.provider = provider
         self.client_state = ClientState.IDLE
         self.reconnects = 0
@@ -155,6 +163,14 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 f"no WebSocket connection to {target} within {self.connect_timeout_s:g}s; is the server up "
                 "(GET /health)? raise connect_timeout_s for slow starts"
             ) from None
+        except InvalidStatus as exc:
+            if exc.response.status_code == 401:
+                sent = "a token that the server refused" if self._token else "no token"
+                raise ConnectionLost(
+                    f"the server at {target} requires a token and this client sent {sent} (HTTP 401); pass "
+                    f"token=... (the server's --token-file contents) or set ${TOKEN_ENV}"
+                ) from None
+            raise ConnectionLost(f"cannot open a session at {target}: {exc}; check the URL and that the server runs") from None
         except (OSError, InvalidHandshake, InvalidURI) as exc:
             raise ConnectionLost(f"cannot open a session at {target}: {exc}; check the URL and that the server runs") from None
         self.client_state = ClientState.OPEN
@@ -307,11 +323,17 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         return {
             "max_size": self.max_message_size,
             "compression": None,
-            "additional_headers": self.headers or None,
+            "additional_headers": self._handshake_headers() or None,
             "open_timeout": self.connect_timeout_s,
             "close_timeout": 5.0,
             "proxy": None,
         }
+
+    def _handshake_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self._token and not any(name.lower() == "authorization" for name in headers):
+            headers["Authorization"] = f"Bearer {self._token}"
+        return headers
 
     # -- factories --------------------------------------------------------------------------------
     @classmethod
@@ -339,14 +361,17 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             provider: ``"process"`` (a server subprocess) or ``"inprocess"`` (a thread of this process).
             transport: ``"tcp"`` or ``"unix"`` (process provider only: a Unix socket in a private directory).
             sandbox: run the server in the OS sandbox (process provider only; ``True`` or a SandboxConfig).
+            token: (in ``kwargs``) the token the started server requires and the client sends; None uses
+                ``$OPENENV_TRAIN_TOKEN`` for both.
         """
         from ._providers import InProcessProvider, LocalProcessProvider
 
+        token = kwargs.get("token")  # the server started here requires the token the client sends
         if provider == "process":
             started: Provider = LocalProcessProvider(env, max_sessions=max_sessions, transport=transport,
-                                                     sandbox=sandbox)
+                                                     sandbox=sandbox, token=token)
         elif provider == "inprocess":
-            started = InProcessProvider(env, max_sessions=max_sessions)
+            started = InProcessProvider(env, max_sessions=max_sessions, **({} if token is None else {"token": token}))
         else:
             raise ValueError(f"provider must be 'process' or 'inprocess', got {provider!r}")
         return await cls(provider=started, **kwargs).connect()

@@ -144,12 +144,14 @@ class LocalProcessProvider(Provider):
         sandbox: run the server in the OS sandbox (``True`` for the server defaults, or a
             :class:`~openenv_train.sandbox.SandboxConfig`): no network inside, reached through a Unix
             socket in a shared directory; implies ``transport="unix"``.
+        token: the token the server requires (handed over in a private file, never on the command line);
+            None uses ``$OPENENV_TRAIN_TOKEN`` when it is set, "" starts the server without one.
     """
 
     def __init__(self, env: str, *, host: str = "127.0.0.1", port: int = 0, transport: str = "tcp",
                  max_sessions: int | None = None, startup_timeout_s: float = 60.0,
                  extra_args: list[str] | tuple[str, ...] = (), env_vars: dict[str, str] | None = None,
-                 python: str = sys.executable, sandbox: Any = None) -> None:
+                 python: str = sys.executable, sandbox: Any = None, token: str | None = None) -> None:
         if transport not in ("tcp", "unix"):
             raise ValueError(f"transport must be 'tcp' or 'unix', got {transport!r}")
         self.env = env
@@ -160,6 +162,7 @@ class LocalProcessProvider(Provider):
         self.extra_args = list(extra_args)
         self.env_vars = env_vars or {}
         self.python = python
+        self._token = os.environ.get("OPENENV_TRAIN_TOKEN", "").strip() if token is None else token
         self.process: subprocess.Popen[bytes] | None = None
         self.workdir: Path | None = None
 
@@ -173,6 +176,8 @@ class LocalProcessProvider(Provider):
             cmd += ["--uds", str(workdir / "env.sock")]
         if self.max_sessions is not None:
             cmd += ["--max-sessions", str(self.max_sessions)]
+        if self._token:
+            cmd += ["--token-file", str(workdir / "token")]
         cmd += self.extra_args
         if self.sandbox:
             from ..sandbox import SandboxConfig, sandboxed_command  # the sandbox sits above the client
@@ -184,6 +189,10 @@ class LocalProcessProvider(Provider):
     async def start(self) -> Endpoint:
         self.workdir = Path(tempfile.mkdtemp(prefix="openenv-train-"))
         log_path = self.workdir / "server.log"
+        if self._token:  # mkdtemp's directory is private (0700); the file is too
+            fd = os.open(self.workdir / "token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self._token)
         try:
             command = self.command(self.workdir)
         except Exception as exc:  # e.g. SandboxUnavailable: say so instead of starting unsandboxed
@@ -192,7 +201,7 @@ class LocalProcessProvider(Provider):
         with open(log_path, "wb") as log_file:
             self.process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                start_new_session=True, env={**os.environ, **self.env_vars},
+                start_new_session=True, env={**os.environ, "OPENENV_TRAIN_TOKEN": "", **self.env_vars},
             )
         _LIVE.add(self)
         self.started = True

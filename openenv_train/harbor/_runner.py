@@ -320,6 +320,6 @@ async def policy_endpoint(model: str, *, api_key: str | None = None,
         raise FileNotFoundError(f"--model {model}: not an http(s):// URL nor a model folder (config.json, weights, "
                                 "tokenizer); build a tiny one with openenv_train.policy.build_tiny_model(path)")
     capture = CaptureStore()
-    server = PolicyServer(backend, capture=capture)
+    server = PolicyServer(backend, capture=capture, token="")
     async with server:
         yield server.url, capture

@@ -46,7 +46,7 @@ class LocalRunner:
         self.writer = writer
         self.capture = CaptureStore()
         self.backend = LocalBackend(model, tokenizer)
-        self.server = PolicyServer(self.backend, capture=self.capture)
+        self.server = PolicyServer(self.backend, capture=self.capture, token="")
         self.agent: AgentLoop = agent or TextAgent()
         self._actor: RolloutActor | None = None
         self._loop = asyncio.new_event_loop()

@@ -5,6 +5,7 @@
 - :class:`LocalBackend`: a transformers model in this process (a path, or a trainer's live model), batched,
   with exact token ids and logprobs.
 - :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
+- :class:`ScriptedBackend`, :class:`FixedSampling`: a scripted expert served like a model; fixed sampling.
 - :func:`build_tiny_model`: a tiny random-weight chat model with Qwen2.5's template, built offline.
 
 Importing this package does not import torch or transformers; the backends load them when built.
@@ -18,11 +19,13 @@ from ._errors import (
     InvalidRequest,
     NotFound,
     PolicyError,
+    TokenLimitExceeded,
     UpstreamFailed,
 )
 from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request
+from ._scripted import FixedSampling, ScriptedBackend
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
 from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
@@ -36,6 +39,7 @@ __all__ = [
     "ContextLengthExceeded",
     "Continuation",
     "EndpointConfig",
+    "FixedSampling",
     "InvalidRequest",
     "LocalBackend",
     "LocalConfig",
@@ -44,7 +48,9 @@ __all__ = [
     "PolicyError",
     "PolicyServer",
     "SamplingParams",
+    "ScriptedBackend",
     "TinyModelConfig",
+    "TokenLimitExceeded",
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",

@@ -4,6 +4,10 @@
 ``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. A call that
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.harbor.CaptureStore` as one TrainingTurn per choice.
+
+With a ``token`` (argument, file or ``$OPENENV_TRAIN_POLICY_TOKEN``) every route but ``/health`` requires it:
+an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token>"`` plus an
+``X-Capture-Session`` header, or no session); :meth:`PolicyServer.api_key_for` builds that key.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any
 
 from ..harbor._capture import CaptureStore
 from ..harbor._errors import UnknownCaptureSession, mask_secret
+from ..server._auth import POLICY_TOKEN_ENV, bearer_of, resolve_token, token_matches, warn_if_exposed
 from ._capture_turns import find_continuation, turns_for
-from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError
+from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from ._http import HttpRequest, HttpResponse, HttpServer
 from ._openai import completion_json, parse_chat_request
 from ._types import PolicyBackend
@@ -47,6 +52,14 @@ class EndpointConfig:
     """Bearer tokens that mean "no session" when no api_key is set (vLLM's convention)."""
     shutdown_grace_s: float = 5.0
     """How long ``stop()`` waits for requests in flight."""
+    max_tokens_per_session: int | None = None
+    """Most prompt + completion tokens one capture session may use; a call made after that gets a 429 with code
+    ``max_tokens_per_session`` (checked before each call, so the call that crosses it still completes).
+    None for no cap."""
+
+    def __post_init__(self) -> None:
+        if self.max_tokens_per_session is not None and self.max_tokens_per_session < 1:
+            raise ValueError(f"max_tokens_per_session must be >= 1 or None, got {self.max_tokens_per_session}")
 
 
 def _json(status: int, payload: Any) -> HttpResponse:
@@ -54,7 +67,10 @@ def _json(status: int, payload: Any) -> HttpResponse:
 
 
 def _error(exc: PolicyError) -> HttpResponse:
-    return _json(exc.status, exc.to_json())
+    response = _json(exc.status, exc.to_json())
+    if isinstance(exc, TokenLimitExceeded):  # retrying cannot help: tell OpenAI's clients not to
+        response.headers.append(("x-should-retry", "false"))
+    return response
 
 
 def _http_error(status: int, message: str) -> HttpResponse:
@@ -74,15 +90,28 @@ class PolicyServer:
         host: Interface to bind.
         port: TCP port; 0 picks a free one.
         api_key: When set, every request needs ``Bearer <api_key>`` or an open capture session id (else 401).
+        token: A shared secret every route but ``/health`` requires (stricter than ``api_key``: a session id
+            alone is not enough). Send ``Bearer <token>:<session id>``, or ``Bearer <token>`` with an
+            ``X-Capture-Session`` header. None reads ``token_file``, else ``$OPENENV_TRAIN_POLICY_TOKEN`` (when
+            no ``api_key`` is given); "" turns it off.
+        token_file: Read the token from this file (its first line).
         config: Limits and behaviour.
     """
 
     def __init__(self, backend: PolicyBackend, *, capture: CaptureStore | None = None, host: str = "127.0.0.1",
-                 port: int = 0, api_key: str | None = None, config: EndpointConfig | None = None) -> None:
+                 port: int = 0, api_key: str | None = None, config: EndpointConfig | None = None,
+                 token: str | None = None, token_file: str | None = None) -> None:
+        if api_key is not None and (token or token_file):
+            raise ValueError("give api_key or token/token_file, not both (token is the stricter form of api_key)")
         self.backend = backend
         self.capture = capture
         self.api_key = api_key
+        self._token = None if api_key is not None else resolve_token(token, token_file, POLICY_TOKEN_ENV)
         self.config = config or EndpointConfig()
+        self.limit_hits: dict[str, int] = {}
+        """How often each limit was hit: ``token`` (refused for a missing or wrong token), ``max_tokens_per_session``."""
+        # Per capture session: (tokens used, turns it held then), for max_tokens_per_session.
+        self._used: dict[str, tuple[int, int]] = {}
         self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -105,6 +134,9 @@ class PolicyServer:
             ServerStartError: the address cannot be bound.
         """
         await self.http.start()
+        warn_if_exposed(log, "the policy endpoint", self.http.host, self.http.port,
+                        authenticated=self._token is not None or self.api_key is not None,
+                        option=f"a token (token_file=... or ${POLICY_TOKEN_ENV})")
         return self
 
     async def stop(self) -> None:
@@ -142,6 +174,19 @@ class PolicyServer:
             raise
         return self
 
+    def replace_backend(self, backend: PolicyBackend, *, timeout_s: float = 30.0) -> None:
+        """Answer later requests with ``backend`` and release the previous one (its threads and tasks).
+
+        For a server started with :meth:`run_in_thread`, called from another thread: a recipe moving from a
+        scripted expert to the model, or to the model's next checkpoint.
+        """
+        old, self.backend = self.backend, backend
+        if old is backend:
+            return
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(old.aclose(), loop).result(timeout_s)
+
     def close(self, *, timeout_s: float = 30.0) -> None:
         """Stop a server started with :meth:`run_in_thread`."""
         loop, thread = self._loop, self._thread
@@ -158,6 +203,20 @@ class PolicyServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def requires_token(self) -> bool:
+        """Whether every route but ``/health`` requires the server's token."""
+        return self._token is not None
+
+    def api_key_for(self, session_id: str | None = None) -> str:
+        """The ``api_key`` an OpenAI client of this server passes to be recorded in ``session_id``."""
+        if self._token is None:
+            return session_id or "EMPTY"
+        return f"{self._token}:{session_id}" if session_id else self._token
+
+    def _hit(self, limit: str) -> None:
+        self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, request: HttpRequest) -> HttpResponse:
@@ -196,6 +255,8 @@ class PolicyServer:
             NotFound: it names a session that is not open.
             AuthenticationFailed: an api_key is set and the token is neither it nor an open session.
         """
+        if self._token is not None:
+            return self._token_session(headers, self._token)
         auth = headers.get("authorization", "")
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         store = self.capture
@@ -220,6 +281,61 @@ class PolicyServer:
                            code="unknown_session")
         return None
 
+    def _token_session(self, headers: dict[str, str], token: str) -> str | None:
+        """Check the token (``<token>`` or ``<token>:<session id>``) and return the capture session named, or None."""
+        given = bearer_of(headers.get("authorization"))
+        key, _, keyed = (given or "").partition(":")
+        if not token_matches(key if given else None, token):
+            self._hit("token")
+            problem = "sent no token" if given is None else "sent a token that is not this server's"
+            raise AuthenticationFailed(
+                f"this endpoint requires a token and the request {problem}; OpenAI clients pass "
+                "api_key='<token>:<capture session id>' (or api_key='<token>' to call without capture); the "
+                f"token is the one the server was started with (token_file or ${POLICY_TOKEN_ENV})",
+                code="invalid_api_key",
+            )
+        explicit = headers.get("x-capture-session", "").strip()
+        if keyed and explicit and keyed != explicit:
+            raise InvalidRequest("the api_key and the X-Capture-Session header name different capture sessions; "
+                                 "name one", param="X-Capture-Session")
+        session = keyed or explicit
+        if not session:
+            return None
+        if self.capture is None or session not in self.capture:
+            raise NotFound(str(UnknownCaptureSession(session)), param="X-Capture-Session" if explicit else None,
+                           code="unknown_session")
+        return session
+
+    def _check_budget(self, session: str) -> None:
+        limit = self.config.max_tokens_per_session
+        if limit is None:
+            return
+        assert self.capture is not None
+        used, turns = self._used.get(session, (0, 0))
+        if turns and self._turns(session) < turns:  # closed and opened again: a new session
+            del self._used[session]
+            used = 0
+        if used >= limit:
+            self._hit("max_tokens_per_session")
+            raise TokenLimitExceeded(mask_secret(session), used, limit)
+
+    def _spend(self, session: str, usage: dict[str, Any]) -> None:
+        """Count a recorded call's prompt + completion tokens against its capture session."""
+        if self.config.max_tokens_per_session is None or self.capture is None:
+            return
+        if session not in self._used:  # forget sessions that were closed
+            for gone in [s for s in self._used if s not in self.capture]:
+                del self._used[gone]
+        spent = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        self._used[session] = (self._used.get(session, (0, 0))[0] + spent, self._turns(session))
+
+    def _turns(self, session: str) -> int:
+        assert self.capture is not None
+        try:
+            return len(self.capture.get(session).turns)
+        except UnknownCaptureSession:
+            return 0
+
     async def _chat(self, request: HttpRequest) -> HttpResponse:
         started_at, start = time.time(), time.perf_counter()
         session = self._session(request.headers)
@@ -228,6 +344,8 @@ class PolicyServer:
         except ValueError as exc:
             raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
         chat = parse_chat_request(body, max_n=self.config.max_n)
+        if session is not None:
+            self._check_budget(session)
         if session is not None and self.config.token_continuity:
             assert self.capture is not None
             chat.continuation = find_continuation(self.capture, session, chat)
@@ -247,6 +365,7 @@ class PolicyServer:
             try:
                 for turn in turns_for(chat, result, response, timings=timings):
                     self.capture.record(session, turn)
+                self._spend(session, result.usage)
             except UnknownCaptureSession:
                 log.warning("capture session %s closed before its call returned; the turn is not recorded",
                             mask_secret(session))

@@ -8,6 +8,7 @@
         │   └── ContextLengthExceeded    400, code context_length_exceeded
         ├── AuthenticationFailed     401 (an api_key is configured and the token is neither it nor a session)
         ├── NotFound                 404 (unknown route, unknown capture session)
+        ├── TokenLimitExceeded       429, code max_tokens_per_session (a capture session used up its tokens)
         ├── BackendFailed            500 (the model failed on this request)
         └── UpstreamFailed           502 (the upstream server failed or could not be reached)
 """
@@ -25,6 +26,7 @@ __all__ = [
     "InvalidRequest",
     "NotFound",
     "PolicyError",
+    "TokenLimitExceeded",
     "UpstreamFailed",
 ]
 
@@ -78,6 +80,28 @@ class NotFound(PolicyError):
 
     status = 404
     type = "invalid_request_error"
+
+
+class TokenLimitExceeded(PolicyError):
+    """A capture session has used its ``max_tokens_per_session`` (prompt + completion tokens)."""
+
+    status = 429
+    type = "rate_limit_error"
+
+    def __init__(self, session: str, used: int, limit: int) -> None:
+        super().__init__(
+            f"capture session {session} has used {used} tokens (prompt + completion), reaching this server's "
+            f"max_tokens_per_session={limit}; end the episode and open a new capture session, or serve with a "
+            "larger max_tokens_per_session",
+            code="max_tokens_per_session",
+        )
+        self.used = used
+        self.limit = limit
+
+    def to_json(self) -> dict[str, Any]:
+        body = super().to_json()
+        body["error"].update(limit="max_tokens_per_session", value=self.limit, used=self.used)
+        return body
 
 
 class BackendFailed(PolicyError):

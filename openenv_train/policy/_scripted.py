@@ -87,8 +87,11 @@ class FixedSampling:
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """The wrapped backend's answer with the fixed sampling options."""
+        body = {**request.body, **{k: list(v) if isinstance(v, tuple) else v for k, v in self.overrides.items()}}
+        if "max_tokens" in self.overrides:
+            body.pop("max_completion_tokens", None)  # an upstream backend forwards the body: no conflicting cap
         return await self.backend.chat(dataclasses.replace(
-            request, sampling=dataclasses.replace(request.sampling, **self.overrides)))
+            request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body))
 
     async def aclose(self) -> None:
         """Close the wrapped backend."""

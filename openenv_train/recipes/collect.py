@@ -178,7 +178,7 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
             from ..policy import LocalBackend, PolicyServer
 
             capture = CaptureStore()
-            server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture).run_in_thread())
+            server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture, token="").run_in_thread())
             policy = server.base_url
         writer = stack.enter_context(TraceWriter(out, resume=True))
         pool = stack.enter_context(RolloutPool(cfg.env, policy, config=pool_cfg, writer=writer, capture=capture))

@@ -134,7 +134,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
                           show_progress=cfg.show_progress, run_id=cfg.name)
     specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
              for i, task in enumerate(_episode_tasks(cfg, kind))]
-    with PolicyServer(backend, capture=capture).run_in_thread() as server, TraceWriter(out, resume=True) as writer, \
+    with PolicyServer(backend, capture=capture, token="").run_in_thread() as server, TraceWriter(out, resume=True) as writer, \
             RolloutPool(cfg.env, server.base_url, agent=_agent(kind), config=pool_cfg, writer=writer,
                         capture=capture) as pool:
         rows = pool.run(specs)

@@ -204,7 +204,7 @@ class _Games:
 
         self.writer = TraceWriter(out, resume=True)
         self.capture = CaptureStore()
-        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture).run_in_thread()
+        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture, token="").run_in_thread()
         pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
                               max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
                               ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
@@ -216,10 +216,12 @@ class _Games:
         """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
         from ..pool import EpisodeSpec
 
-        self.server.backend = backend
+        self.server.replace_backend(backend)
         specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
                  enumerate(words)]
-        return self.pool.run(specs)
+        rows = self.pool.run(specs)
+        self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
+        return rows
 
     def close(self) -> None:
         try:
@@ -285,7 +287,7 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words]})
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                           reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
-                          callbacks=[log_callback(metrics, "grpo")])
+                          callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer)])
     checkpoints = sorted((out / "checkpoints" / "grpo").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
     if checkpoints:
         console.print(f"resuming GRPO from {checkpoints[-1]}")
@@ -295,6 +297,18 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     return trainer.model
+
+
+def _flush_on_save(writer: Any) -> Any:
+    """Write buffered rows before the trainer checkpoints, so a resume from it has every earlier game."""
+    from transformers import TrainerCallback
+
+    class _Flush(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if control.should_save:  # set by the default flow callback, which runs first; the save comes after
+                writer.flush()
+
+    return _Flush()
 
 
 def _named(fn: Any, name: str) -> Any:

@@ -24,7 +24,10 @@ from websockets.protocol import State as WsState
 from websockets.server import ServerProtocol
 
 from ..core import ErrorCode, ProtocolError, decode_client_message, dumps, encode_error
+from ..web._static import Asset
+from ._auth import TOKEN_ENV, bearer_of, token_matches, unauthorized_message
 from ._http import RawJson
+from ._limits import TokenBucket
 from ._session import CLOSE, Session
 
 if TYPE_CHECKING:
@@ -37,6 +40,10 @@ log = logging.getLogger("openenv_train.server")
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_BACKLOG = 64
 _CLOSE_WAIT_S = 2.0
+_HEADER_TIMEOUT_S = 30.0
+"""An HTTP connection must send a complete request (headers and body) within this many seconds of connecting or
+of its previous response, else it is closed (408 when part of a request came): slowloris clients cannot hold
+sockets open forever. Once upgraded, a stalled WebSocket is bounded by the session idle timeout instead."""
 _CLOSE_CODES = {ErrorCode.CAPACITY_REACHED: 1013, ErrorCode.FACTORY_ERROR: 1011, ErrorCode.SESSION_ERROR: 1008}
 
 
@@ -53,7 +60,7 @@ class Connection(asyncio.Protocol):
     """One client connection: HTTP requests until it upgrades to a WebSocket session."""
 
     __slots__ = ("server", "transport", "http", "request", "http_busy", "ws", "session", "creating", "backlog",
-                 "fragments", "closing")
+                 "fragments", "closing", "timer", "denied", "bucket")
 
     def __init__(self, server: EnvServer) -> None:
         self.server = server
@@ -67,15 +74,20 @@ class Connection(asyncio.Protocol):
         self.backlog: deque[tuple[bytes, Opcode]] | None = None
         self.fragments: list[bytes] | None = None
         self.closing = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.denied: str | None = None  # why the request being read is refused (401), if it is
+        self.bucket: TokenBucket | None = None
 
     # -- transport callbacks ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.connections.add(self)
+        self._arm_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
         self.closing = True
+        self._cancel_timer()
         self._release()
 
     def data_received(self, data: bytes) -> None:
@@ -107,6 +119,7 @@ class Connection(asyncio.Protocol):
                 headers = {k.lower(): v for k, v in event.headers}
                 target = event.target.decode("latin-1")
                 upgrade = headers.get(b"upgrade", b"").lower() == b"websocket"
+                self.denied = self._auth_error(target, headers)
                 if upgrade and target.split("?")[0].rstrip("/") == "/ws":
                     self.request = ("UPGRADE", target, headers)
                 else:
@@ -115,11 +128,17 @@ class Connection(asyncio.Protocol):
                 body = self.request[2]
                 body += event.data
                 if len(body) > self.server.config.max_http_body:
-                    self._http_fail(413, f"request body exceeds {self.server.config.max_http_body} bytes")
+                    self.server.count_limit("max_http_body")
+                    self._http_fail(413, f"request body exceeds the server's max_http_body of "
+                                         f"{self.server.config.max_http_body} bytes")
                     return
             elif isinstance(event, h11.EndOfMessage):
+                self._cancel_timer()  # the handler's own time is not bounded here
                 method, target, extra = self.request
                 self.request = None
+                if self.denied is not None:
+                    self._refuse(self.denied, close=method == "UPGRADE", head=method == "HEAD")
+                    continue
                 if method == "UPGRADE":
                     self._upgrade(extra)
                     return
@@ -127,6 +146,26 @@ class Connection(asyncio.Protocol):
             elif isinstance(event, h11.ConnectionClosed):
                 self.transport.close()
                 return
+
+    def _auth_error(self, target: str, headers: dict[bytes, bytes]) -> str | None:
+        """Why a request lacks the server's token, or None when it has it (or needs none)."""
+        token = self.server.config.token
+        if token is None or target.split("?", 1)[0].rstrip("/") == "/health":  # health checks stay open
+            return None
+        given = bearer_of(headers.get(b"authorization"))
+        if token_matches(given, token):
+            return None
+        return unauthorized_message(given, env_var=TOKEN_ENV)
+
+    def _refuse(self, message: str, *, close: bool, head: bool) -> None:
+        """401 for a request without the right token (a refused upgrade never becomes a session)."""
+        self.denied = None
+        self.server.count_limit("token")
+        # The Basic challenge lets a browser (e.g. on /web) ask for the token as the password.
+        self._http_send(401, {"detail": message, "error": "unauthorized"}, close=close, head=head, extra_headers=[
+            ("www-authenticate", 'Bearer realm="openenv-train"'),
+            ("www-authenticate", 'Basic realm="openenv-train (password: the token)", charset="UTF-8"'),
+        ])
 
     def _http_route(self, method: str, target: str, body: bytes) -> None:
         try:
@@ -156,16 +195,22 @@ class Connection(asyncio.Protocol):
         if self.http is not None:
             self._http_events()
 
-    def _http_send(self, status: int, payload: Any, *, head: bool = False, close: bool = False) -> None:
+    def _http_send(self, status: int, payload: Any, *, head: bool = False, close: bool = False,
+                   extra_headers: list[tuple[str, str]] | None = None) -> None:
         conn = self.http
         transport = self.transport
         if conn is None or transport is None or self.closing:
             return
-        try:
-            body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
-        except (TypeError, ValueError) as exc:
-            status, body = 500, dumps({"detail": f"response is not JSON-serialisable: {exc}"}).encode()
-        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        headers = [("content-type", "application/json")]
+        if isinstance(payload, Asset):  # a /web file: bytes with their own content type
+            body, headers = payload.body, payload.header_list()
+        else:
+            try:
+                body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
+            except (TypeError, ValueError) as exc:
+                status, body = 500, dumps({"detail": f"response is not JSON-serialisable: {exc}"}).encode()
+        headers.append(("content-length", str(len(body))))
+        headers += extra_headers or ()
         if close:
             headers.append(("connection", "close"))
         try:
@@ -186,6 +231,8 @@ class Connection(asyncio.Protocol):
         except h11.LocalProtocolError:
             transport.close()
             self.http = None
+            return
+        self._arm_timer()
 
     def _http_fail(self, status: int, message: str) -> None:
         conn = self.http
@@ -193,6 +240,34 @@ class Connection(asyncio.Protocol):
         assert transport is not None
         if conn is not None and conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             self._http_send(status, {"detail": message}, close=True)
+        transport.close()
+        self.http = None
+
+    def _arm_timer(self) -> None:
+        self._cancel_timer()
+        self.timer = asyncio.get_running_loop().call_later(_HEADER_TIMEOUT_S, self._http_timeout)
+
+    def _cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _http_timeout(self) -> None:
+        self.timer = None
+        conn, transport = self.http, self.transport
+        if conn is None or transport is None or self.ws is not None or self.http_busy or self.closing:
+            return
+        if conn.their_state is h11.IDLE and not conn.trailing_data[0]:  # an idle keep-alive: close quietly
+            transport.close()
+            self.http = None
+            return
+        message = f"request not completed within {_HEADER_TIMEOUT_S:g}s"
+        if conn.our_state is h11.SEND_RESPONSE:
+            self._http_fail(408, message)
+            return
+        body = dumps({"detail": message}).encode()
+        transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
         transport.close()
         self.http = None
 
@@ -206,6 +281,7 @@ class Connection(asyncio.Protocol):
             return
         trailing = conn.trailing_data[0]
         self.http = None
+        self._cancel_timer()
         accept = base64.b64encode(hashlib.sha1(key + _WS_GUID).digest())
         transport.write(
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -249,13 +325,17 @@ class Connection(asyncio.Protocol):
                     break
                 if isinstance(frame, Frame):
                     self._frame(frame)
-            if isinstance(ws.parser_exc, PayloadTooBig):
+            if isinstance(ws.parser_exc, PayloadTooBig) and not self.closing:  # once: more data may follow
                 # An error frame the client can read, ahead of the close frame websockets has queued.
+                limit = self.server.config.max_message_size
+                self.server.count_limit("max_message_size")
                 self._write(encode_error(ProtocolError(
                     ErrorCode.SESSION_ERROR,
                     f"message too big: {ws.parser_exc}; the server's max_message_size is "
-                    f"{self.server.config.max_message_size} bytes (serve with a larger --max-message-size)",
+                    f"{limit} bytes (serve with a larger --max-message-size)",
+                    limit="max_message_size", value=limit,
                 )))
+                self.closing = True
                 self._release()
         except Exception as exc:  # never let a bug of ours drop the connection without a word
             log.exception("session failed while handling frames")
@@ -303,7 +383,10 @@ class Connection(asyncio.Protocol):
         else:
             payload = data
         try:
-            reply = session.handle(decode_client_message(payload), self.server.mcp)
+            message = decode_client_message(payload)
+            if message.type != "close" and not self._within_rate():
+                return
+            reply = session.handle(message, self.server.mcp)
         except ProtocolError as exc:
             self._reply_error(exc)
             return
@@ -318,6 +401,27 @@ class Connection(asyncio.Protocol):
         else:
             session.busy = True
             self.server.spawn(self._finish(session, reply))
+
+    def _within_rate(self) -> bool:
+        """Take one message from the session's rate budget; past it, answer with an error frame instead."""
+        config = self.server.config
+        rate = config.max_messages_per_s
+        if rate is None:
+            return True
+        if self.bucket is None:
+            self.bucket = TokenBucket(rate, config.message_burst or max(1, int(rate)))
+        wait_s = self.bucket.take()
+        if wait_s == 0.0:
+            return True
+        self.server.count_limit("max_messages_per_s")
+        # Not a closing error: the session and its episode stay; the client may retry after retry_after_s.
+        self._reply_error(ProtocolError(
+            ErrorCode.EXECUTION_ERROR,
+            f"rate limit: this session sent more than max_messages_per_s={rate:g} (burst {self.bucket.burst}); "
+            f"the message was not run; retry in {wait_s:.3f}s or serve with a larger --max-messages-per-s",
+            limit="max_messages_per_s", value=rate, burst=self.bucket.burst, retry_after_s=round(wait_s, 3),
+        ))
+        return False
 
     async def _finish(self, session: Session, reply: Any) -> None:
         try:
@@ -392,7 +496,12 @@ class Connection(asyncio.Protocol):
         for chunk in ws.data_to_send():
             if chunk:
                 transport.write(chunk)
-            else:  # websockets asks for EOF: the closing handshake is done
+            elif transport.can_write_eof():
+                # websockets asks for EOF. Half-close and let the peer's EOF (or the timer) end it: closing with
+                # its data still arriving (an oversized frame) would send a reset that drops our error frame.
+                transport.write_eof()
+                asyncio.get_running_loop().call_later(_CLOSE_WAIT_S, transport.abort)
+            else:
                 transport.close()
         if ws.state is WsState.CLOSED:
             transport.close()

@@ -7,7 +7,7 @@ awaitable of it; the connection code in ``_server`` does the I/O.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
@@ -48,10 +48,14 @@ class HttpRoutes:
         self._metadata = env_cls.metadata_info().model_dump()
         self._schema = registry.info.schema()
         self._openapi = dumps(_openapi(self._metadata, self._schema, version))
+        self.web: Callable[[str, str], Response] | None = None
+        """The ``/web`` playground's handler (``ServerConfig.web``); None answers 404 there."""
 
     def handle(self, method: str, path: str, body: bytes) -> Response | Awaitable[Response]:
         """Route one request."""
-        path = path.split("?", 1)[0].rstrip("/") or "/"
+        target, path = path, path.split("?", 1)[0].rstrip("/") or "/"
+        if self.web is not None and (path == "/web" or path.startswith("/web/")):
+            return self.web(method, target)
         allowed = _ROUTES.get(path)
         if allowed is None:
             return 404, {"detail": "Not Found"}

@@ -45,6 +45,8 @@ async def _serve(env_cls: type[Environment[Any, Any, Any]], config: ServerConfig
     gc.freeze()
     print(f"openenv-train: serving {env_cls.metadata_info().name} on {server.url} (WebSocket at /ws)",
           file=sys.stderr, flush=True)
+    if config.web:
+        print(f"openenv-train: playground at {server.url}/web/", file=sys.stderr, flush=True)
     if ready_file:
         tmp = f"{ready_file}.tmp"
         with open(tmp, "w") as f:

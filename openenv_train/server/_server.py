@@ -10,10 +10,11 @@ import logging
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import ErrorCode, ProtocolError, ServerStartError
+from ._auth import TOKEN_ENV, resolve_token, warn_if_exposed
 from ._connection import Connection
 from ._environment import Environment
 from ._http import HttpRoutes
@@ -47,8 +48,25 @@ class ServerConfig:
     """Threads for envs that declare ``blocking = True``."""
     shutdown_grace_s: float = 5.0
     """How long a shutdown waits for requests in flight."""
+    web: bool = False
+    """Also serve the playground page at ``/web`` (an action form driving a ``/ws`` session)."""
+    token: str | None = field(default=None, repr=False)
+    """Shared secret every route but ``/health`` requires (``Authorization: Bearer <token>``). None reads
+    ``token_file``, else ``$OPENENV_TRAIN_TOKEN``; "" turns authentication off even when that is set."""
+    token_file: str | None = None
+    """Read the token from this file (its first line) instead."""
+    max_messages_per_s: float | None = None
+    """Per-session rate cap on ``/ws`` messages (token bucket); None for no cap."""
+    message_burst: int | None = None
+    """Messages a session may send at once before the rate cap applies; None: ``max(1, max_messages_per_s)``."""
 
     def __post_init__(self) -> None:
+        self.token = resolve_token(self.token, self.token_file, TOKEN_ENV)
+        self.token_file = None  # resolved: a copy of this config carries the token itself
+        if self.max_messages_per_s is not None and self.max_messages_per_s <= 0:
+            raise ValueError(f"max_messages_per_s must be > 0 or None, got {self.max_messages_per_s}")
+        if self.message_burst is not None and self.message_burst < 1:
+            raise ValueError(f"message_burst must be >= 1 or None, got {self.message_burst}")
         if self.max_sessions is not None and self.max_sessions < 1:
             raise ValueError(f"max_sessions must be >= 1 or None, got {self.max_sessions}")
         if self.max_message_size < 1024:
@@ -76,14 +94,21 @@ class EnvServer:
         self.config = config or ServerConfig()
         self.executor = ThreadPoolExecutor(self.config.blocking_workers, thread_name_prefix="env") if env.blocking else None
         factory_name = f"{env.__module__}:{env.__qualname__}"
+        self.limit_hits: dict[str, int] = {}
+        """How often each limit was hit: ``max_sessions``, ``max_message_size``, ``max_messages_per_s``,
+        ``max_http_body`` and ``token`` (requests refused for a missing or wrong token)."""
         self.registry = SessionRegistry(
             factory or env, env.spec_info(), max_sessions=self.config.max_sessions,
-            executor=self.executor, factory_name=factory_name,
+            executor=self.executor, factory_name=factory_name, limit_hits=self.limit_hits,
         )
         self.mcp = McpRpc(self.registry)
         from .. import __version__
 
         self.routes = HttpRoutes(self.registry, self.mcp, version=__version__)
+        if self.config.web:
+            from ._web import WebRoutes
+
+            self.routes.web = WebRoutes(env)
         self.connections: set[Connection] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._server: asyncio.base_events.Server | None = None
@@ -96,6 +121,10 @@ class EnvServer:
         if self.config.uds:
             return f"unix://{self.config.uds}"
         return f"http://{self.config.host}:{self.port}"
+
+    def count_limit(self, name: str) -> None:
+        """Count one hit of the limit ``name`` in :attr:`limit_hits`."""
+        self.limit_hits[name] = self.limit_hits.get(name, 0) + 1
 
     def spawn(self, coro: Any) -> None:
         """Run a coroutine in the background, keeping a reference until it ends."""
@@ -128,6 +157,9 @@ class EnvServer:
                     f"{where} is already in use; stop the other process or pick another port (--port 0 picks a free one)"
                 ) from None
             raise ServerStartError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        if not config.uds:
+            warn_if_exposed(log, "the env server", config.host, self.port, authenticated=config.token is not None,
+                            option=f"--token-file or ${TOKEN_ENV}")
         if config.idle_timeout_s is not None:
             self._reaper = loop.create_task(self._reap(config.idle_timeout_s))
 

@@ -212,8 +212,10 @@ class SessionRegistry:
     """Creates, caps, reaps and closes sessions of one env class."""
 
     def __init__(self, env_factory: Callable[[], Environment[Any, Any, Any]], info: EnvSpecInfo, *,
-                 max_sessions: int | None, executor: Executor | None, factory_name: str) -> None:
+                 max_sessions: int | None, executor: Executor | None, factory_name: str,
+                 limit_hits: dict[str, int] | None = None) -> None:
         self.env_factory = env_factory
+        self.limit_hits = limit_hits if limit_hits is not None else {}
         self.info = info
         self.max_sessions = max_sessions
         self.executor = executor
@@ -229,6 +231,7 @@ class SessionRegistry:
     def reserve(self) -> str:
         """Claim a slot (raising CAPACITY_REACHED when none is left) and return a session id."""
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            self.limit_hits["max_sessions"] = self.limit_hits.get("max_sessions", 0) + 1
             raise ProtocolError(
                 ErrorCode.CAPACITY_REACHED,
                 f"server holds its maximum of {self.max_sessions} sessions; close a session or start "

@@ -83,11 +83,11 @@ class _PoolRunner:
         self.own_server = server is None
         if server is None:
             self.capture = CaptureStore()
-            self.server = PolicyServer(served, capture=self.capture).run_in_thread()
+            self.server = PolicyServer(served, capture=self.capture, token="").run_in_thread()
             self.pool = pool(self.server.base_url, self.capture)
         else:
             self.server, self.pool = server, pool
-            self.server.backend = served
+            self.server.replace_backend(served)
 
     def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
         if hasattr(self.pool, "set_policy_version") and self.backend.version is not None:
