@@ -288,7 +288,9 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                           reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
                           callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer)])
-    checkpoints = sorted((out / "checkpoints" / "grpo").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
+    checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),
+                         key=lambda p: int(p.name.split("-")[1]))
     if checkpoints:
         console.print(f"resuming GRPO from {checkpoints[-1]}")
     trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)

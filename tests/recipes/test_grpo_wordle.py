@@ -56,7 +56,7 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     rows = read_traces(run)
     ids = [r.episode_id for r in rows]
     assert len(ids) == len(set(ids))
-    assert sum(r.episode_id.startswith("expert-") for r in rows) == 40
+    assert sum(r.episode_id.startswith("expert-") for r in rows) == 64
     for phase in ("untrained", "sft", "grpo"):
         assert sum(r.episode_id.startswith(f"eval-{phase}-") for r in rows) == 8
     grpo = [r for r in rows if r.episode_id.startswith("grpo-")]

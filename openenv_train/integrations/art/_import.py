@@ -39,6 +39,7 @@ def import_art() -> Any:
         ImportError: openpipe-art is not installed (the message gives the install line).
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")  # weave (an ART dependency) reports to Sentry otherwise
     try:
         import art
     except ImportError as exc:
