@@ -102,7 +102,7 @@ def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, out
     dataset = dataset.select_columns(["messages"])
     args = SFTConfig(output_dir=str(output_dir / "trainer"), num_train_epochs=section.epochs,
                      per_device_train_batch_size=section.batch_size, learning_rate=section.learning_rate,
-                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=5,
+                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=1,
                      save_strategy="no", report_to=[], assistant_only_loss=True, max_length=section.max_length,
                      use_cpu=not torch.cuda.is_available(), seed=seed, disable_tqdm=not show_progress)
     callbacks = [log_callback(metrics, "sft")] if metrics is not None else []

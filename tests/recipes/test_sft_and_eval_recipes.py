@@ -28,7 +28,8 @@ def test_sft_from_traces_then_eval_the_checkpoint(tmp_path: Path) -> None:
             writer.write(make_row(i, reward=1.0 if i % 2 else 0.0))
         writer.write(make_row(6, ok=False))  # failed episodes are dropped
     done = _recipe("sft_from_traces", f"traces={tmp_path / 'traces'}", f"output_dir={tmp_path}", "name=sft",
-                   "sft.epochs=2", "sft.batch_size=2", "sft.min_reward=1.0", "show_progress=false", cwd=tmp_path)
+                   "sft.epochs=2", "sft.batch_size=2", "sft.warmup_steps=0", "sft.min_reward=1.0",
+                   "show_progress=false", cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((tmp_path / "sft" / "summary.json").read_text())
     assert summary["conversations"] == 3  # episodes 1, 3, 5: reward 1.0 and ok
