@@ -31,6 +31,9 @@ def run(
                                                         "lists); the served name of a local model.")] = None,
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", help="Key of an upstream URL.")] = None,
     env: Annotated[str, typer.Option(help="sandbox (OS sandbox), docker (needs an engine), or auto.")] = "sandbox",
+    docker_base_image: Annotated[str | None, typer.Option(help="Docker backend: build task images FROM this local "
+                                                              "image instead of their Dockerfile's FROM (offline "
+                                                              "engines).")] = None,
     attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts per task.")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-n", help="Attempts run at once.")] = 1,
     max_turns: Annotated[int, typer.Option(help="Most model replies per attempt.")] = 20,
@@ -55,7 +58,7 @@ def run(
     try:
         config = HarborRunConfig(backend=env, run_id=run_id or output.resolve().name, attempts=attempts,  # type: ignore[arg-type]
                                  concurrency=concurrency, agent_timeout_s=agent_timeout,
-                                 timeout_multiplier=timeout_multiplier)
+                                 timeout_multiplier=timeout_multiplier, docker_base_image=docker_base_image)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     options = {"max_turns": max_turns, "temperature": temperature, "max_tokens": max_tokens}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ._task_errors import EnvironmentSetupError
 
-__all__ = ["DEFAULT_WORKDIR", "BuildPlan", "CopyStep", "RunStep", "parse_dockerfile"]
+__all__ = ["DEFAULT_WORKDIR", "BuildPlan", "CopyStep", "RunStep", "parse_dockerfile", "rebase_dockerfile"]
 
 DEFAULT_WORKDIR = "/app"
 _IGNORED = {"CMD", "ENTRYPOINT", "USER", "EXPOSE", "LABEL", "VOLUME", "HEALTHCHECK", "SHELL", "STOPSIGNAL",
@@ -156,6 +156,32 @@ def parse_dockerfile(environment_dir: Path) -> BuildPlan:
         raise EnvironmentSetupError(f"Dockerfile: WORKDIR {plan.workspace} cannot be the sandbox workspace; "
                                     "use a folder such as /app, or --env docker")
     return plan
+
+
+_FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
+
+
+def rebase_dockerfile(text: str, base_image: str) -> str:
+    """``text`` with the image of every ``FROM`` replaced by ``base_image`` (stages named by an earlier ``AS``
+    stay), for engines that cannot pull the task's base image.
+
+    >>> rebase_dockerfile("FROM python:3.12-slim AS build\\nRUN true\\nFROM build\\n", "local/py:3")
+    'FROM local/py:3 AS build\\nRUN true\\nFROM build\\n'
+    """
+    stages: set[str] = set()
+    lines = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        match = _FROM.match(body)
+        if match is not None:
+            head, flags, image, rest = match.groups()
+            if image.lower() not in stages:
+                line = f"{head}{flags}{base_image}{rest}{line[len(body):]}"
+            alias = re.search(r"\bAS\s+(\S+)", rest, re.IGNORECASE)
+            if alias:
+                stages.add(alias.group(1).lower())
+        lines.append(line)
+    return "".join(lines)
 
 
 def _env_pairs(rest: str) -> list[tuple[str, str]]:

@@ -61,6 +61,9 @@ class HarborRunConfig:
     """Scales the agent and verifier limits (slow machines)."""
     step_output_limit: int = 16384
     """Characters of a command's stdout/stderr kept in each step of the row."""
+    docker_base_image: str | None = None
+    """Docker backend: build every task's image FROM this (local) image instead of its Dockerfile's FROM, for
+    engines that cannot pull (offline); tasks that name a prebuilt ``docker_image`` are not rebuilt."""
 
     def __post_init__(self) -> None:
         if self.attempts < 1 or self.concurrency < 1:
@@ -121,14 +124,14 @@ def _txt_reward(text: bytes) -> float:
     return value
 
 
-def _make_env(task: HarborTask, backend: Backend) -> TaskEnvironment:
+def _make_env(task: HarborTask, backend: Backend, docker_base_image: str | None = None) -> TaskEnvironment:
     if backend == "auto":
         backend = "docker" if docker_available() is None else "sandbox"
     if backend == "docker":
         reason = docker_available()
         if reason is not None:
             raise EnvironmentSetupError(f"the docker backend is not usable here: {reason}; use --env sandbox")
-        return DockerTaskEnv(task)
+        return DockerTaskEnv(task, base_image=docker_base_image)
     return SandboxTaskEnv(task)
 
 
@@ -197,7 +200,7 @@ async def run_task(task_dir: str | os.PathLike[str], agent: HarborAgent, *, conf
     ctx: AgentContext | None = None
     try:
         task = load_task(path)
-        env = _make_env(task, config.backend)
+        env = _make_env(task, config.backend, config.docker_base_image)
         phase = time.monotonic()
         await env.start()
         timings["env_setup"] = time.monotonic() - phase

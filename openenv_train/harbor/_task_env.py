@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -36,7 +37,7 @@ from typing import Protocol
 
 from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, sandboxed_command
 from ..sandbox._mounts import python_roots
-from ._dockerfile import CopyStep, parse_dockerfile
+from ._dockerfile import CopyStep, parse_dockerfile, rebase_dockerfile
 from ._task_errors import EnvironmentSetupError, UnsupportedTaskFeature
 from ._tasks import HarborTask
 
@@ -382,11 +383,14 @@ class DockerTaskEnv:
 
     backend = "docker"
 
-    def __init__(self, task: HarborTask, *, docker: str = "docker") -> None:
+    def __init__(self, task: HarborTask, *, docker: str = "docker", base_image: str | None = None) -> None:
         self.task, self.docker = task, docker
+        self.base_image = base_image if task.config.environment.docker_image is None else None
         self.workdir = "/"
+        # the base is part of the tag: the same task built on another base is another image
+        rebased = "" if self.base_image is None else "-" + hashlib.sha256(self.base_image.encode()).hexdigest()[:8]
         self.image = task.config.environment.docker_image or (
-            f"openenv-harbor-{re.sub(r'[^a-z0-9_.-]+', '-', task.name.lower())}:{task.checksum}")
+            f"openenv-harbor-{re.sub(r'[^a-z0-9_.-]+', '-', task.name.lower())}:{task.checksum}{rebased}")
         self.container: str | None = None
         self._logs = Path(tempfile.mkdtemp(prefix="openenv-harbor-logs-"))
 
@@ -396,6 +400,23 @@ class DockerTaskEnv:
             raise EnvironmentSetupError(f"task {self.task.name}: {what} failed: {(result.stderr or result.stdout)[-1500:]}")
         return result
 
+    async def _build(self, timeout_s: float) -> None:
+        """``docker build`` of environment/, its FROM images replaced by ``base_image`` when one is given."""
+        context = self.task.environment_dir
+        args, stdin = ["build", "-q", "-t", self.image], None
+        if self.base_image is not None:
+            stdin = rebase_dockerfile((context / "Dockerfile").read_text(encoding="utf-8"), self.base_image).encode()
+            args += ["-f", "-"]
+        result = await _process([self.docker, *args, str(context)], timeout_s=timeout_s, stdin=stdin)
+        if result.exit_code != 0 or result.timed_out:
+            cause = f"timed out after {timeout_s:g}s ([environment] build_timeout_sec)" if result.timed_out else \
+                f"exit code {result.exit_code}"
+            hint = "" if self.base_image is not None else (
+                "; if the engine cannot pull the Dockerfile's FROM image (offline), build on a local image with "
+                "--docker-base-image IMAGE (HarborRunConfig.docker_base_image)")
+            raise EnvironmentSetupError(f"task {self.task.name}: docker build failed ({cause}): "
+                                        f"{(result.stderr or result.stdout)[-1500:].strip()}{hint}")
+
     async def start(self) -> None:
         """Build the image (unless ``docker_image`` is given) and start a container that sleeps."""
         settings = self.task.config.environment
@@ -403,8 +424,7 @@ class DockerTaskEnv:
             if not (self.task.environment_dir / "Dockerfile").is_file():
                 raise UnsupportedTaskFeature(f"task {self.task.name}: only environment/Dockerfile is supported by the "
                                              "docker backend (docker-compose environments are not, yet)")
-            await self._docker("build", "-t", self.image, str(self.task.environment_dir),
-                               timeout_s=settings.build_timeout_sec, what="docker build")
+            await self._build(settings.build_timeout_sec)
         os.chmod(self._logs, 0o777)  # the container's user may not be ours
         for sub in ("agent", "verifier", "artifacts"):
             (self._logs / sub).mkdir(parents=True, exist_ok=True)
@@ -464,7 +484,11 @@ class DockerTaskEnv:
         """``docker exec -i`` of ``argv`` in the WORKDIR of the running container."""
         if self.container is None:
             raise EnvironmentSetupError("the container is not started; call start() first")
-        return [self.docker, "exec", "-i", "-w", self.workdir, self.container, *argv]
+        # The MCP SDK starts stdio servers with a minimal environment: keep the variables that choose the engine
+        # (DOCKER_HOST, DOCKER_CONTEXT, ...), or the exec would go to the default engine, not this container's.
+        engine = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("DOCKER_")]
+        return [self.docker, "exec", "-i", "-w", self.workdir, self.container,
+                *argv]
 
     async def close(self) -> None:
         """Remove the container (the image stays) and the host logs folder."""

@@ -127,8 +127,14 @@ class TraceWriter:
         self._trace_ids: set[str] = set()
         self._episodes: set[tuple[str, str]] = set()
         self._closed = False
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._lock_file = self._acquire_lock()
+        try:  # the lock file doubles as the check that the folder is writable, before any work is done
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._lock_file = self._acquire_lock()
+        except OSError as exc:
+            raise TraceWriteError(
+                f"cannot write traces to {self.dir}: {exc.strerror or exc}; make the folder writable (and check it "
+                "is not on a read-only or full filesystem) or pass another run_dir"
+            ) from exc
         try:
             self._load(resume)
         except BaseException:
@@ -220,7 +226,10 @@ class TraceWriter:
                 _fsync_dir(self.dir)
             except OSError as exc:
                 tmp.unlink(missing_ok=True)
-                raise TraceWriteError(f"could not write shard {final}: {exc}") from exc
+                raise TraceWriteError(
+                    f"could not write shard {final}: {exc.strerror or exc}; the {len(records)} buffered rows are "
+                    f"kept: free space in (or make writable) {self.dir}, then call flush() or close() again"
+                ) from exc
             ids = [[r["trace_id"], r["run_id"], r["episode_id"]] for r in records]
             self._shards.append({"file": name, "rows": len(records), "schema_version": ROW_SCHEMA_VERSION, "ids": ids})
             self._pending, self._oldest = [], None
@@ -231,15 +240,17 @@ class TraceWriter:
             return final
 
     def close(self) -> None:
-        """Flush and release the run directory; idempotent."""
+        """Flush and release the run directory; idempotent.
+
+        If the last shard cannot be written (a full or read-only disk) the TraceWriteError is raised and the
+        writer stays open, its rows buffered and the folder locked, so that ``close()`` can be called again.
+        """
         with self._lock:
             if self._closed:
                 return
-            try:
-                self.flush()
-            finally:
-                self._closed = True
-                self._release_lock()
+            self.flush()
+            self._closed = True
+            self._release_lock()
 
     def __enter__(self) -> TraceWriter:
         return self

@@ -33,7 +33,7 @@ from ._config import config_to_dict, load_config
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._training import ModelSection, SFTSection, load_model, log_callback, train_sft
 
-__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig", "OutputSection", "PoolSection", "main",
+__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection", "PoolSection", "main",
            "run"]
 
 console = Console()
@@ -241,6 +241,7 @@ def _evaluate(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], p
     model.eval()
     backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens)
     rows = games.play(backend, words, f"eval-{phase}")
+    _check_games(rows, f"the {LABELS[phase]} evaluation", Path(cfg.output.dir) / cfg.output.name)
     per_task = [game_metrics(row) for row in rows]
     result = phase_summary(per_task, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
     result["failed_episodes"] = sum(not row.ok for row in rows)
@@ -269,6 +270,7 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         fields = rollout(prompts, trainer)
+        _check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
         games_ = [game_metrics(row) for row in rollout.last_rows]
         metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1,
                        **{k: sum(m[k] for m in games_) / len(games_) for k in games_[0]},
@@ -299,6 +301,20 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     return trainer.model
+
+
+class GamesFailed(RuntimeError):
+    """Every game of a phase failed: the run stops (resumable) instead of learning from nothing."""
+
+
+def _check_games(rows: Sequence[Any], what: str, out: Path) -> None:
+    """Stop the run when every game failed (e.g. the pool lost its actors): training on nothing helps no one."""
+    failed = [row for row in rows if not row.ok]
+    if rows and len(failed) == len(rows):
+        error = failed[0].error
+        raise GamesFailed(f"every game of {what} failed ({error.type if error else '?'}: "
+                           f"{error.message.splitlines()[0] if error else ''}); fix the cause, then continue with "
+                           f"--resume {out}")
 
 
 def _flush_on_save(writer: Any) -> Any:
@@ -442,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     try:
         summary = run(cfg, resume=bool(args.resume))
-    except ValueError as exc:
+    except (ValueError, GamesFailed) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1
     console.print(f"improvement in mean reward: {json.dumps(summary.get('improvement'))}")

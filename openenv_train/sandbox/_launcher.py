@@ -54,7 +54,7 @@ def _set_limits(limits: dict[str, int | None]) -> None:
 def _exec(argv: list[str], spec: dict[str, Any]) -> NoReturn:
     """Replace this process by the command, under the limits, in a clean environment; never returns."""
     try:
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD):
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         os.chdir(spec["workdir"])
         _set_limits(spec["limits"])
@@ -137,13 +137,23 @@ def _kill_all(pid: int, pid1: bool, status: tuple[int, Any] | None) -> tuple[int
     return status
 
 
-def _archive(workdir: str) -> tuple[str, bytes]:
-    """The scratch dir as an uncompressed tar, or why it is not saved."""
+def _archive(workdir: str, max_bytes: int | None = None) -> tuple[str, bytes]:
+    """The scratch dir as an uncompressed tar, or why it is not saved.
+
+    Sparse files take no room on the tmpfs but their full size in a tar: their apparent sizes are summed
+    first, so that files of holes cannot make this (unlimited) process build gigabytes in memory.
+    """
     names: list[str] = []
+    total = 0
     for root, dirs, files in os.walk(workdir):
         names.extend(os.path.relpath(os.path.join(root, name), workdir) for name in dirs + files)
         if len(names) > MAX_STATE_ENTRIES:
             return f"not saved: more than {MAX_STATE_ENTRIES} files and directories", b""
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+        if max_bytes is not None and total > max_bytes:
+            return f"not saved: its files add up to more than {max_bytes} bytes (sparse files count in full)", b""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in names:
@@ -152,10 +162,10 @@ def _archive(workdir: str) -> tuple[str, bytes]:
     return "saved", buffer.getvalue()
 
 
-def _report(fd: int, status: tuple[int, Any], stop: str | None, workdir: str) -> None:
+def _report(fd: int, status: tuple[int, Any], stop: str | None, workdir: str, limits: dict[str, Any]) -> None:
     wstatus, usage = status
     try:
-        state, archive = _archive(workdir)
+        state, archive = _archive(workdir, limits.get("fsize"))
     except OSError as exc:
         state, archive = f"not saved: {exc}", b""
     header = {
@@ -172,6 +182,9 @@ def _report(fd: int, status: tuple[int, Any], stop: str | None, workdir: str) ->
 def _run(argv: list[str], spec: dict[str, Any]) -> None:
     if spec["pid1"]:  # no process of the sandbox may trace this one or open its fds
         ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        # The kernel spares PID 1 only the signals it has no handler for; Python's SIGINT handler would let
+        # `kill -INT 1` from inside end the supervisor before it reports (the run then fails as a SandboxError).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     for key in ("state_fd", "files_fd"):
         if spec.get(key) is not None:
             _restore(spec[key], spec["workdir"])
@@ -192,7 +205,7 @@ def _run(argv: list[str], spec: dict[str, Any]) -> None:
         _exec(argv, spec)
     status, stop = _wait(pid, ctl, wake_r)
     status = _kill_all(pid, spec["pid1"], status)
-    _report(result, status, stop, spec["workdir"])
+    _report(result, status, stop, spec["workdir"], spec["limits"])
 
 
 def main() -> None:
