@@ -110,11 +110,11 @@ def _backend(model: str) -> Any:
 def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
     if kind != "wordle":
         return [{} for _ in range(cfg.episodes)]
-    from .grpo_wordle import GrpoWordleConfig, _splits
+    from ._wordle_config import GrpoWordleConfig
 
     recipe = GrpoWordleConfig(seed=cfg.seed)
     recipe.eval.words = cfg.episodes
-    held, _, _ = _splits(recipe)
+    held, _, _ = recipe.secret_splits()
     return [{"task": word} for word in held]
 
 

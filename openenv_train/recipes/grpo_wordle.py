@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,159 +27,18 @@ import yaml
 from rich.console import Console
 
 from ._config import config_to_dict, load_config
+from ._games import GamesFailed, WordleGames, check_games
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
-from ._training import ModelSection, SFTSection, load_model, log_callback, train_sft
+from ._run_state import RunState
+from ._training import load_model, log_callback, train_sft
+from ._wordle_config import EnvSection, EvalSection, GRPOSection, GrpoWordleConfig, OutputSection, PoolSection
 
-__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection", "PoolSection", "main",
-           "run"]
+__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection",
+           "PoolSection", "main", "run"]
 
 console = Console()
 logger = logging.getLogger(__name__)
 LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO"}
-
-
-@dataclass
-class EnvSection:
-    """Where the Wordle games run."""
-
-    url: str | None = None
-    """A running OpenEnv-compatible Wordle server (ours, or OpenEnv's TextArena one); null starts ours."""
-    sandbox: str = "auto"
-    """``on``: env servers in the OS sandbox (fail if it is missing); ``auto``: when available; ``off``."""
-    max_turns: int = 10
-    """Model turns per game (six guesses plus room for refused ones)."""
-
-
-@dataclass
-class PoolSection:
-    """The Ray rollout pool."""
-
-    num_actors: int = 2
-    sessions_per_actor: int = 16
-    ray_address: str | None = None
-    """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
-    ray_num_cpus: int | None = None
-    episode_timeout_s: float = 120.0
-
-
-@dataclass
-class GRPOSection:
-    """GRPO with TRL through the pool."""
-
-    enabled: bool = True
-    steps: int = 30
-    prompts_per_step: int = 4
-    """Secrets per step; each is played ``num_generations`` times (one group)."""
-    num_generations: int = 8
-    learning_rate: float = 2e-4
-    beta: float = 0.0
-    """KL weight to the reference (SFT) model; 0 skips the reference model."""
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_completion_length: int = 160
-    """Tokens of one game's joined completion (model and env tokens) that are trained on."""
-    per_turn_tokens: int = 12
-    """Tokens the model may write per guess."""
-    reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "greens": 0.5, "yellows": 0.2,
-                                                                       "invalid_guesses": -0.5})
-    """Reward components (``env`` = the game's reward; the ``wordle`` rubric's names) and their weights."""
-    save_steps: int = 10
-    use_vllm: bool = False
-    """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
-    vllm_url: str = "http://127.0.0.1:8000"
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.prompts_per_step < 1:
-            raise ValueError("grpo.steps and grpo.prompts_per_step must be >= 1")
-        if self.num_generations < 2:
-            raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the games of a group), "
-                             f"got {self.num_generations}")
-        names = {"env", "correct", "greens", "yellows", "format", "repetition", "invalid_guesses"}
-        unknown = sorted(set(self.reward_weights) - names)
-        if unknown or not self.reward_weights:
-            raise ValueError(f"grpo.reward_weights: unknown component(s) {unknown}; components: {sorted(names)}")
-
-
-@dataclass
-class EvalSection:
-    """Greedy evaluation on held-out secrets, with bootstrap intervals."""
-
-    words: int = 100
-    """Held-out secrets (never used for SFT or GRPO)."""
-    bootstrap_resamples: int = 2000
-
-
-@dataclass
-class OutputSection:
-    """Where the run is written."""
-
-    dir: str = "runs"
-    name: str = "grpo-wordle"
-
-
-@dataclass
-class GrpoWordleConfig:
-    """Every setting of the recipe (``configs/grpo_wordle.yaml``)."""
-
-    seed: int = 0
-    show_progress: bool = True
-    model: ModelSection = field(default_factory=ModelSection)
-    env: EnvSection = field(default_factory=EnvSection)
-    pool: PoolSection = field(default_factory=PoolSection)
-    sft: SFTSection = field(default_factory=SFTSection)
-    grpo: GRPOSection = field(default_factory=GRPOSection)
-    eval: EvalSection = field(default_factory=EvalSection)
-    output: OutputSection = field(default_factory=OutputSection)
-
-    def __post_init__(self) -> None:
-        if self.env.sandbox not in ("on", "auto", "off"):
-            raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")
-
-
-# -- run state (for --resume) ------------------------------------------------------------------------------
-class RunState:
-    """``state.json``: which phases are done and the per-task results of finished evaluations."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"done": [], "evals": {}}
-
-    def done(self, phase: str) -> bool:
-        return phase in self.data["done"]
-
-    def finish(self, phase: str, **values: Any) -> None:
-        self.data["done"].append(phase)
-        self.data.update(values)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data))
-        os.replace(tmp, self.path)  # never a torn state file, whenever the run is killed
-
-
-def _splits(cfg: GrpoWordleConfig) -> tuple[list[str], list[str], list[str]]:
-    """Held-out, SFT and GRPO secrets: disjoint, fixed by the seed."""
-    from ..envs.wordle import answers
-
-    words = sorted(answers())
-    random.Random(cfg.seed).shuffle(words)
-    held, rest = words[:cfg.eval.words], words[cfg.eval.words:]
-    sft = rest[:cfg.sft.episodes] if cfg.sft.episodes <= len(rest) else [rest[i % len(rest)]
-                                                                         for i in range(cfg.sft.episodes)]
-    rng = random.Random(cfg.seed + 1)
-    grpo = [rng.choice(rest) for _ in range(cfg.grpo.steps * cfg.grpo.prompts_per_step)]
-    return held, sft, grpo
-
-
-def _sandbox(cfg: GrpoWordleConfig) -> bool:
-    if cfg.env.url or cfg.env.sandbox == "off":
-        return False
-    if cfg.env.sandbox == "on":
-        return True
-    from ..sandbox import sandbox_available
-
-    why = sandbox_available()
-    if why:
-        console.print(f"[yellow]env servers run unsandboxed:[/] {why} (env.sandbox=on makes this an error)")
-    return why is None
 
 
 @contextmanager
@@ -193,45 +49,7 @@ def _phase(title: str, number: int) -> Iterator[None]:
     console.print(f"[dim]{title}: {time.perf_counter() - start:.1f}s[/]")
 
 
-class _Games:
-    """The pool, its policy endpoint and the trace writer: plays sets of games with whatever backend is set."""
-
-    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
-        from ..harbor import CaptureStore, TraceWriter
-        from ..policy import PolicyServer, ScriptedBackend
-        from ..pool import PoolConfig, RolloutPool
-        from ._wordle import expert_reply, wordle_agent
-
-        self.writer = TraceWriter(out, resume=True)
-        self.capture = CaptureStore()
-        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture, token="").run_in_thread()
-        pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
-                              max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
-                              ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
-                              sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
-        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=wordle_agent(),
-                                config=pool_cfg, writer=self.writer, capture=self.capture).start()
-
-    def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
-        """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
-        from ..pool import EpisodeSpec
-
-        self.server.replace_backend(backend)
-        specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
-                 enumerate(words)]
-        rows = self.pool.run(specs)
-        self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
-        return rows
-
-    def close(self) -> None:
-        try:
-            self.pool.close()
-        finally:
-            self.server.close()
-            self.writer.close()
-
-
-def _evaluate(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], phase: str, cfg: GrpoWordleConfig,
+def _evaluate(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], phase: str, cfg: GrpoWordleConfig,
               state: RunState, metrics: MetricsLog) -> dict[str, Any]:
     from ..policy import FixedSampling, LocalBackend
     from ._wordle import game_metrics
@@ -241,7 +59,7 @@ def _evaluate(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], p
     model.eval()
     backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens)
     rows = games.play(backend, words, f"eval-{phase}")
-    _check_games(rows, f"the {LABELS[phase]} evaluation", Path(cfg.output.dir) / cfg.output.name)
+    check_games(rows, f"the {LABELS[phase]} evaluation", Path(cfg.output.dir) / cfg.output.name)
     per_task = [game_metrics(row) for row in rows]
     result = phase_summary(per_task, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
     result["failed_episodes"] = sum(not row.ok for row in rows)
@@ -253,7 +71,7 @@ def _evaluate(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], p
     return result
 
 
-def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: GrpoWordleConfig, out: Path,
+def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], cfg: GrpoWordleConfig, out: Path,
           metrics: MetricsLog) -> Any:
     import datasets
     import torch
@@ -270,7 +88,7 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         fields = rollout(prompts, trainer)
-        _check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
+        check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
         games_ = [game_metrics(row) for row in rollout.last_rows]
         metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1,
                        **{k: sum(m[k] for m in games_) / len(games_) for k in games_[0]},
@@ -303,20 +121,6 @@ def _grpo(games: _Games, model: Any, tokenizer: Any, words: Sequence[str], cfg: 
     return trainer.model
 
 
-class GamesFailed(RuntimeError):
-    """Every game of a phase failed: the run stops (resumable) instead of learning from nothing."""
-
-
-def _check_games(rows: Sequence[Any], what: str, out: Path) -> None:
-    """Stop the run when every game failed (e.g. the pool lost its actors): training on nothing helps no one."""
-    failed = [row for row in rows if not row.ok]
-    if rows and len(failed) == len(rows):
-        error = failed[0].error
-        raise GamesFailed(f"every game of {what} failed ({error.type if error else '?'}: "
-                           f"{error.message.splitlines()[0] if error else ''}); fix the cause, then continue with "
-                           f"--resume {out}")
-
-
 def _flush_on_save(writer: Any) -> Any:
     """Write buffered rows before the trainer checkpoints, so a resume from it has every earlier game."""
     from transformers import TrainerCallback
@@ -346,12 +150,12 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
     _check_writable(out)
     (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
     state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
-    held, sft_words, grpo_words = _splits(cfg)
+    held, sft_words, grpo_words = cfg.secret_splits()
     started = time.perf_counter()
     games = None
     try:
         with _phase("env servers and rollout pool", 1):
-            games = _Games(cfg, out)
+            games = WordleGames(cfg, out)
             console.print(f"pool: {cfg.pool.num_actors} actors x {cfg.pool.sessions_per_actor} sessions on "
                           f"{cfg.env.url or 'wordle'} (sandboxed: {games.pool.config.sandbox}); policy endpoint "
                           f"{games.server.base_url}")

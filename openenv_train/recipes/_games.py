@@ -1,0 +1,80 @@
+"""The recipe's game player: a Ray rollout pool, the capturing policy endpoint it calls, and the trace writer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ._wordle_config import GrpoWordleConfig
+
+__all__ = ["GamesFailed", "WordleGames", "check_games"]
+
+console = Console()
+
+
+def _sandbox(cfg: GrpoWordleConfig) -> bool:
+    if cfg.env.url or cfg.env.sandbox == "off":
+        return False
+    if cfg.env.sandbox == "on":
+        return True
+    from ..sandbox import sandbox_available
+
+    why = sandbox_available()
+    if why:
+        console.print(f"[yellow]env servers run unsandboxed:[/] {why} (env.sandbox=on makes this an error)")
+    return why is None
+
+
+class WordleGames:
+    """The pool, its policy endpoint and the trace writer: plays sets of games with whatever backend is set."""
+
+    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
+        from ..harbor import CaptureStore, TraceWriter
+        from ..policy import PolicyServer, ScriptedBackend
+        from ..pool import PoolConfig, RolloutPool
+        from ._wordle import expert_reply, wordle_agent
+
+        self.writer = TraceWriter(out, resume=True)
+        self.capture = CaptureStore()
+        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture, token="").run_in_thread()
+        pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
+                              max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
+                              ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
+                              sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
+        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=wordle_agent(),
+                                config=pool_cfg, writer=self.writer, capture=self.capture).start()
+
+    def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
+        """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
+        from ..pool import EpisodeSpec
+
+        self.server.replace_backend(backend)
+        specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
+                 enumerate(words)]
+        rows = self.pool.run(specs)
+        self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
+        return rows
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+        finally:
+            self.server.close()
+            self.writer.close()
+
+
+class GamesFailed(RuntimeError):
+    """Every game of a phase failed: the run stops (resumable) instead of learning from nothing."""
+
+
+def check_games(rows: Sequence[Any], what: str, out: Path) -> None:
+    """Stop the run when every game failed (e.g. the pool lost its actors): training on nothing helps no one."""
+    failed = [row for row in rows if not row.ok]
+    if rows and len(failed) == len(rows):
+        error = failed[0].error
+        raise GamesFailed(f"every game of {what} failed ({error.type if error else '?'}: "
+                           f"{error.message.splitlines()[0] if error else ''}); fix the cause, then continue with "
+                           f"--resume {out}")
