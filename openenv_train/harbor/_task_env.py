@@ -417,6 +417,14 @@ class DockerTaskEnv:
             raise EnvironmentSetupError(f"task {self.task.name}: docker build failed ({cause}): "
                                         f"{(result.stderr or result.stdout)[-1500:].strip()}{hint}")
 
+    async def _cpus(self, wanted: int) -> int:
+        """``wanted`` capped at the engine's CPU count: ``docker run --cpus`` refuses more than the host has."""
+        info = await _process([self.docker, "info", "--format", "{{.NCPU}}"], timeout_s=30)
+        try:
+            return max(1, min(wanted, int(info.stdout.strip())))
+        except ValueError:
+            return wanted
+
     async def start(self) -> None:
         """Build the image (unless ``docker_image`` is given) and start a container that sleeps."""
         settings = self.task.config.environment
@@ -432,7 +440,7 @@ class DockerTaskEnv:
         name = f"openenv-harbor-{uuid.uuid4().hex[:12]}"
         env = resolve_env(settings.env, where="[environment] env")
         args = ["run", "-d", "--name", name, "--init", "-v", f"{self._logs}:/logs",
-                f"--memory={settings.memory_mb}m", f"--cpus={settings.cpus}",
+                f"--memory={settings.memory_mb}m", f"--cpus={await self._cpus(settings.cpus)}",
                 *(["--network", "none"] if not settings.allow_internet else []),
                 *(arg for k, v in env.items() for arg in ("-e", f"{k}={v}")),
                 "--entrypoint", "sleep", self.image, "infinity"]
@@ -487,7 +495,7 @@ class DockerTaskEnv:
         # The MCP SDK starts stdio servers with a minimal environment: keep the variables that choose the engine
         # (DOCKER_HOST, DOCKER_CONTEXT, ...), or the exec would go to the default engine, not this container's.
         engine = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("DOCKER_")]
-        return [self.docker, "exec", "-i", "-w", self.workdir, self.container,
+        return [*(["env", *engine] if engine else []), self.docker, "exec", "-i", "-w", self.workdir, self.container,
                 *argv]
 
     async def close(self) -> None:
