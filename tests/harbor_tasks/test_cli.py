@@ -71,21 +71,3 @@ def test_missing_paths_and_models_are_named(tmp_path: Path, capsys: pytest.Captu
     code = main(["harbor", "run", str(EXAMPLES / "hello-world"), "--agent", "model", "--model",
                  str(tmp_path / "no-model"), "-o", str(tmp_path / "r2")])
     assert code == 1 and "not an http(s):// URL nor a model folder" in capsys.readouterr().err
-
-
-def test_docker_backend_is_skipped_with_a_reason_here(tmp_path: Path) -> None:
-    from openenv_train.harbor._task_env import docker_available
-
-    reason = docker_available()
-    if reason is not None:
-        pytest.skip(f"no Docker engine: {reason}")
-    dockerfile = (EXAMPLES / "hello-world" / "environment" / "Dockerfile").read_text()
-    image = next(line.split()[1] for line in dockerfile.splitlines() if line.upper().startswith("FROM "))
-    import subprocess
-
-    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode != 0:
-        pytest.skip(f"the task's base image {image} is not present and no registry is reachable here")
-    run = tmp_path / "docker-run"
-    assert main(["harbor", "run", str(EXAMPLES / "hello-world"), "--env", "docker", "-o", str(run)]) == 0
-    (row,) = read_traces(run)
-    assert row.reward == 1.0 and row.env.url == "docker"
