@@ -118,11 +118,19 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (use null or a finite number)")
 
 
-_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400 would parse as inf, which no JSON encoder can write back
+        raise ValueError(f"number {text[:40]} is too large for a float (use a finite number)")
+    return value
+
+
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse strict JSON: NaN/Infinity and nesting deeper than Python's recursion limit raise ValueError."""
+    """Parse strict JSON: NaN/Infinity, numbers beyond a float's range and nesting deeper than Python's recursion
+    limit raise ValueError."""
     if isinstance(text, (bytes, bytearray)):
         text = text.decode()
     try:

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import loads
 from ..harbor._capture import CaptureStore
 from ..harbor._errors import UnknownCaptureSession, mask_secret
 from ..server._auth import POLICY_TOKEN_ENV, bearer_of, resolve_token, token_matches, warn_if_exposed
@@ -340,8 +341,8 @@ class PolicyServer:
         started_at, start = time.time(), time.perf_counter()
         session = self._session(request.headers)
         try:
-            body = json.loads(request.body)
-        except ValueError as exc:
+            body = loads(request.body)
+        except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
         chat = parse_chat_request(body, max_n=self.config.max_n)
         if session is not None:

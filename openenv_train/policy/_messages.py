@@ -67,7 +67,7 @@ def normalise_message(message: Any, index: int = 0) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         raise InvalidRequest(f"{where} must be an object with 'role' and 'content'", param=where)
     role = message.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequest(f"{where}.role must be one of {sorted(ROLES)}, got {role!r}", param=f"{where}.role")
     out: dict[str, Any] = {"role": "system" if role == "developer" else role,
                            "content": _text(message.get("content"), f"{where}.content")}

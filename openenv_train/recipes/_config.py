@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,9 @@ def _hints(cls: Any) -> dict[str, Any]:
 def _check_keys(cls: Any, values: dict[str, Any], where: str) -> None:
     """Reject keys the dataclass (or one of its sections) does not have, listing the ones it has."""
     hints = _hints(cls)
+    for key in values:
+        if not isinstance(key, str):
+            raise ValueError(f"option names must be text, got {key!r} in {where[:-1] or 'the top level'}")
     unknown = sorted(set(values) - set(hints))
     if unknown:
         names = ", ".join(f"{where}{k}" for k in unknown)
@@ -61,7 +65,8 @@ def _override(cls: Any, values: dict[str, Any], item: str) -> None:
     # str options keep the text as typed; everything else is read as YAML (numbers, lists, null, mappings)
     kind = hints[name]
     value = raw if kind is str else yaml.safe_load(raw)
-    if value is not None and not isinstance(value, str) and str in typing.get_args(kind):
+    optional_text = typing.get_origin(kind) in (typing.Union, types.UnionType) and str in typing.get_args(kind)
+    if value is not None and not isinstance(value, str) and optional_text:
         value = raw  # an optional text option given a number-like text: keep the text
     target[name] = value
 
@@ -90,21 +95,21 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     if path is not None:
         try:
             loaded = yaml.safe_load(Path(path).read_text())
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, ValueError) as exc:  # ValueError: e.g. an integer of more than 4300 digits
             raise ValueError(f"{path}: not valid YAML: {exc}") from None
         loaded = {} if loaded is None else loaded
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: expected a mapping of option names to values, got {type(loaded).__name__}")
         values.update(loaded)
-    for key in values:
-        if not isinstance(key, str):
-            raise ValueError(f"{path}: option names must be text, got {key!r}")
-    _check_keys(cls, values, "")
+    try:
+        _check_keys(cls, values, "")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}" if path is not None else str(exc)) from None
     for item in overrides or []:
         try:
             _override(cls, values, item)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"override {item!r}: not a valid value: {exc}") from None
+        except (yaml.YAMLError, ValueError) as exc:
+            raise ValueError(f"override {item[:200]!r}: {exc}") from None
     try:
         return pydantic.TypeAdapter(cls).validate_python(values)
     except pydantic.ValidationError as exc:
