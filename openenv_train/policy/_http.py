@@ -56,16 +56,44 @@ class _Connection(asyncio.Protocol):
         self.request: tuple[str, str, dict[str, str], bytearray] | None = None
         self.head = False
         self.busy = False
+        self.timer: asyncio.TimerHandle | None = None
+        self.idle = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.connections.add(self)
+        self._arm(idle=True)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
         self.transport = None
+        self._disarm()
+
+    def _arm(self, *, idle: bool) -> None:
+        """Close the connection unless a request completes in time: an idle keep-alive connection within
+        ``keepalive_timeout_s``, a started request within ``request_timeout_s`` (no slowloris)."""
+        self._disarm()
+        self.idle = idle
+        seconds = self.server.keepalive_timeout_s if idle else self.server.request_timeout_s
+        self.timer = asyncio.get_running_loop().call_later(seconds, self._expired)
+
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _expired(self) -> None:
+        self.timer = None
+        if self.transport is None or self.busy:
+            return
+        if self.request is not None or self.http.their_state is not h11.IDLE:
+            self._fail(408, f"request not complete within {self.server.request_timeout_s:g} s")
+        else:
+            self.transport.close()  # an idle keep-alive connection
 
     def data_received(self, data: bytes) -> None:
+        if self.idle:  # the first bytes of a request: from now on it must be complete within the request timeout
+            self._arm(idle=False)
         self.http.receive_data(data)
         self._events()
 
@@ -97,6 +125,8 @@ class _Connection(asyncio.Protocol):
                 self.request = None
                 self.head = method == "HEAD"
                 self.busy = True
+                self._disarm()
+                self.idle = False
                 self.transport.pause_reading()
                 self.server.spawn(self._answer(HttpRequest(method, path, headers, bytes(body))))
             elif isinstance(event, h11.ConnectionClosed):
@@ -140,6 +170,8 @@ class _Connection(asyncio.Protocol):
             self.http.start_next_cycle()
         except h11.LocalProtocolError:
             transport.close()
+            return
+        self._arm(idle=True)
 
     def _fail(self, status: int, message: str) -> None:
         if self.http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -157,10 +189,14 @@ class HttpServer:
         host: Interface to bind.
         port: TCP port.
         max_body: Largest request body accepted, in bytes.
+        request_timeout_s: A started request (headers and body) must arrive within this, else 408 and close.
+        keepalive_timeout_s: An idle connection is closed after this.
     """
 
     def __init__(self, handler: Handler, error_response: Callable[[int, str], HttpResponse], *,
-                 host: str = "127.0.0.1", port: int = 0, max_body: int = 32 * 2**20) -> None:
+                 host: str = "127.0.0.1", port: int = 0, max_body: int = 32 * 2**20, request_timeout_s: float = 30.0,
+                 keepalive_timeout_s: float = 300.0) -> None:
+        self.request_timeout_s, self.keepalive_timeout_s = request_timeout_s, keepalive_timeout_s
         self.handler = handler
         self.error_response = error_response
         self.host = host
