@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,15 +63,29 @@ def test_ray_job_submit_runs_the_collection_recipe(ray_head: tuple[str, dict[str
 def test_ray_job_submit_runs_the_grpo_wordle_recipe(ray_head: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     """The README's ``ray job submit`` of the training recipe, with the smoke config, on a local head node."""
     address, env = ray_head
-    config = Path(__file__).resolve().parents[2] / "configs" / "grpo_wordle_smoke.yaml"
-    job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m", "openenv_train.recipes.grpo_wordle",
-           "--config", str(config), f"output.dir={tmp_path}", "output.name=job", "grpo.steps=2", "grpo.save_steps=2"]
-    done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=540)
+    # the games run on an env server that is already up (--env-url), as with a remote or OpenEnv server
+    ready = tmp_path / "ready"
+    server = subprocess.Popen([sys.executable, "-m", "openenv_train.cli", "serve", "wordle", "--port", "0",
+                               "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if ready.exists() and ready.read_text().strip():
+                break
+            time.sleep(0.1)
+        url = ready.read_text().strip()
+        config = Path(__file__).resolve().parents[2] / "configs" / "grpo_wordle_smoke.yaml"
+        job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m",
+               "openenv_train.recipes.grpo_wordle", "--config", str(config), "--env-url", url, f"output.dir={tmp_path}",
+               "output.name=job", "grpo.steps=2", "grpo.save_steps=2"]
+        done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=540)
+    finally:
+        server.terminate()
+        server.wait(30)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in done.stdout + done.stderr
     rows = read_traces(tmp_path / "job")
     assert sum(r.episode_id.startswith("grpo-") for r in rows) == 2 * 2 * 2
-    assert all(r.ok for r in rows)
+    assert all(r.ok for r in rows) and {r.env.name for r in rows} == {url}
     import json
 
     summary = json.loads((tmp_path / "job" / "summary.json").read_text())
