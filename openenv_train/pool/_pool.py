@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..harbor import CaptureStore, TraceRow, TraceWriter, TrainingTrace
+from ..harbor import CaptureStore, TraceRow, TraceWriter, TrainingTrace, iter_traces
 from ._actor import remote_actor_class
 from ._agents import AgentLoop, ScriptedAgent, TextAgent
 from ._config import PoolConfig
@@ -166,15 +166,29 @@ class RolloutPool:
                     advance()
                     yield row
 
-    def run(self, specs: Iterable[EpisodeSpec], *, ordered: bool = True, timeout_s: float | None = None) -> list[TraceRow]:
-        """Run a batch to the end; rows in input order (``ordered``) or as they finished. Skipped episodes
-        (already written) are left out."""
+    def run(self, specs: Iterable[EpisodeSpec], *, ordered: bool = True, timeout_s: float | None = None,
+            include_written: bool = False) -> list[TraceRow]:
+        """Run a batch to the end; rows in input order (``ordered``) or as they finished. Episodes the writer
+        already holds (a resumed run) are not played again: left out, or with ``include_written`` read back
+        from the writer's folder (a trainer resumed mid-step needs every row of the step)."""
         specs = list(specs)
         rows = list(self.as_completed(specs, timeout_s=timeout_s))
+        if include_written and self.writer is not None and len(rows) < len(specs):
+            rows += self._read_written({s.episode_id for s in specs} - {r.episode_id for r in rows})
         if ordered:
             order = {s.episode_id: i for i, s in enumerate(specs)}
             rows.sort(key=lambda r: order[r.episode_id])
         return rows
+
+    def _read_written(self, episode_ids: set[str]) -> list[TraceRow]:
+        assert self.writer is not None
+        self.writer.flush()  # rows still buffered are written ones too
+        found = [r for r in iter_traces(self.writer.run_dir) if r.run_id == self.run_id and r.episode_id in episode_ids]
+        missing = episode_ids - {r.episode_id for r in found}
+        if missing:
+            raise RuntimeError(f"{len(missing)} episodes are marked written but not in {self.writer.run_dir} "
+                               f"(e.g. {sorted(missing)[0]!r}): the trace folder was changed under the run")
+        return found
 
     # -- the dispatch loop ---------------------------------------------------------------------------
     def _step(self) -> list[TraceRow]:

@@ -54,7 +54,7 @@ class WordleGames:
         self.server.replace_backend(backend)
         specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
                  enumerate(words)]
-        rows = self.pool.run(specs)
+        rows = self.pool.run(specs, include_written=True)  # a phase replayed after a stop reuses its rows
         self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
         return rows
 

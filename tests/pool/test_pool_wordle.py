@@ -49,6 +49,17 @@ def test_resume_skips_written_episodes_and_as_completed_streams(ray_local: Any, 
         assert pool.run(specs) == []
         assert pool.metrics.skipped == 4
     assert len(read_traces(tmp_path)) == 4
+    # a trainer resumed mid-step needs every row of the step: written ones are read back, not played again
+    extra = make_groups([4], num_generations=1, prefix="x")
+    with TraceWriter(tmp_path, resume=True) as writer, RolloutPool(
+        "wordle", _support.solver, num_actors=1, sessions_per_actor=2, run_id="r", writer=writer,
+    ) as pool:
+        both = pool.run(specs[1:3] + extra, include_written=True)
+        assert pool.metrics.skipped == 2 and pool.metrics.episodes == 1
+    stored = {r.episode_id: r for r in read_traces(tmp_path)}
+    assert [r.episode_id for r in both] == ["g1-0", "g2-0", "x0-0"]
+    assert [r.trace_id for r in both[:2]] == [stored["g1-0"].trace_id, stored["g2-0"].trace_id]
+    assert len(stored) == 5
 
 
 def test_batched_calls_and_an_in_flight_cap(ray_local: Any) -> None:

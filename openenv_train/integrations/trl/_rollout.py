@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ...harbor import CaptureStore, TraceRow, TraceWriter
-from ...pool import AgentLoop, EpisodeSpec, PoolConfig
+from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
 from .._flatten import FlatEpisode, flatten_turns
 
 __all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields", "trainer_sampling"]
@@ -92,6 +92,8 @@ class _PoolRunner:
     def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
         if hasattr(self.pool, "set_policy_version") and self.backend.version is not None:
             self.pool.set_policy_version(self.backend.version)
+        if isinstance(self.pool, RolloutPool):  # a resumed step's rows written before the stop are read back
+            return list(self.pool.run(specs, include_written=True))
         return list(self.pool.run(specs))
 
     def close(self) -> None:
