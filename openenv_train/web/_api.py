@@ -20,7 +20,9 @@ __all__ = ["MAX_PAGE", "ViewerApi"]
 
 MAX_PAGE = 500
 _WIN_WINDOW = 16
-_FIRST_SERIES = ("reward", "win_rate")
+_FIRST_SERIES = ("reward", "win_rate", "grpo_rollout/reward", "grpo_rollout/win")
+#: Keys of a metrics line that are not series: its wall-clock time and its phase.
+_NOT_SERIES = ("step", "time", "phase")
 
 
 class BadRequest(ValueError):
@@ -142,10 +144,16 @@ class ViewerApi:
                         continue  # a torn last line of a run that is still writing
                     if not isinstance(point, dict):
                         continue
+                    # lines with a phase (the recipes' logs) are series per phase, e.g. grpo_rollout/reward;
+                    # such a line without a step (an evaluation) has no place on a step axis
+                    phase = point.get("phase")
+                    if phase is not None and "step" not in point:
+                        continue
                     x = point.get("step", i)
+                    prefix = f"{phase}/" if isinstance(phase, str) else ""
                     for key, value in point.items():
-                        if key != "step" and _number(value) and _number(x):
-                            series.setdefault(key, []).append([x, value])
+                        if key not in _NOT_SERIES and _number(value) and _number(x):
+                            series.setdefault(prefix + key, []).append([x, value])
             names = [n for n in _FIRST_SERIES if n in series] + sorted(n for n in series if n not in _FIRST_SERIES)
             return {"source": "metrics.jsonl", "x": "step", "series": [{"name": n, "points": series[n]} for n in names]}
         rewards = self.index.rewards()

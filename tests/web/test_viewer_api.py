@@ -141,6 +141,21 @@ def test_curves_from_metrics_and_from_episodes(run_dir: Path) -> None:
     assert win["points"][-1] == [11, 1 / 11]  # only ep11 (reward 1.0) won, among the 11 scored rows
 
 
+def test_curves_of_a_recipe_run_are_per_phase(run_dir: Path) -> None:
+    """The recipes log several phases into one metrics.jsonl: series are named per phase, evals (no step) left out."""
+    lines = [{"time": 1.0, "phase": "sft", "step": 1, "loss": 3.0},
+             {"time": 2.0, "phase": "eval_sft", "reward": 0.2, "win": 0.0},
+             {"time": 3.0, "phase": "grpo_rollout", "step": 1, "reward": 0.1, "win": 0.0},
+             {"time": 4.0, "phase": "grpo", "step": 1, "reward": -0.3, "loss": 0.01},
+             {"time": 5.0, "phase": "grpo_rollout", "step": 2, "reward": 0.3, "win": 0.5}]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    curves = _get(ViewerApi(TraceIndex(run_dir)), "/api/curves")[1]
+    series = {s["name"]: s["points"] for s in curves["series"]}
+    assert [s["name"] for s in curves["series"]][:2] == ["grpo_rollout/reward", "grpo_rollout/win"]
+    assert series["grpo_rollout/reward"] == [[1, 0.1], [2, 0.3]] and series["grpo/reward"] == [[1, -0.3]]
+    assert series["sft/loss"] == [[1, 3.0]] and not any("eval" in n or "time" in n for n in series)
+
+
 def test_sources_file_folder_and_errors(run_dir: Path, tmp_path: Path) -> None:
     shards = sorted((run_dir / "traces").glob("*.parquet"))
     assert _get(ViewerApi(TraceIndex(shards[0])), "/api/info")[1]["rows"] == 5
