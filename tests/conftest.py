@@ -1,9 +1,9 @@
-"""Shared fixtures: real env servers in this event loop or in subprocesses."""
+"""Shared fixtures: real env servers in this event loop or in subprocesses, and a local Ray per test module."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -42,3 +42,17 @@ def ws_of(server: EnvServer) -> str:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[Any]:
+    """A local Ray for each test module (so the ``ray start`` test owns the machine's Ray alone)."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
+    from tests.pool import _support
+
+    ray.cloudpickle.register_pickle_by_value(_support)  # the test policies live in a module workers cannot import
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import types
 import typing
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-__all__ = ["config_to_dict", "load_config"]
+__all__ = ["config_from_argv", "config_to_dict", "load_config"]
 
 T = TypeVar("T")
 
@@ -119,3 +120,23 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A config as plain data (for ``summary.json`` and the run's saved ``config.yaml``)."""
     return dataclasses.asdict(config)
+
+
+def config_from_argv(cls: type[T], argv: list[str] | None, *, module: str, doc: str | None, example: str) -> T:
+    """A recipe's command line (``[--config FILE] [key=value ...]``) as its config; bad usage exits 2.
+
+    Args:
+        cls: the recipe's config dataclass.
+        argv: the arguments (None: ``sys.argv[1:]``).
+        module: the recipe's module name, for ``--help``.
+        doc: the recipe's docstring (its first paragraph describes the command).
+        example: example overrides for ``--help``.
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--config", help=f"YAML file of {cls.__name__} options")
+    parser.add_argument("overrides", nargs="*", help=f"key=value options, e.g. {example}")
+    args = parser.parse_args(argv)
+    try:
+        return load_config(cls, args.config, args.overrides)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))

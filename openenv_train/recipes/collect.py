@@ -10,7 +10,6 @@ Output: ``<output_dir>/<name>/traces/*.parquet`` (resumable: written episodes ar
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import json
@@ -19,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._config import load_config
+from ._config import config_from_argv
 
 __all__ = ["CollectConfig", "RandomPolicy", "main", "random_action", "run"]
 
@@ -117,9 +116,11 @@ def _env_interface(env: str) -> tuple[dict[str, Any], list[dict[str, Any]] | Non
     if env.startswith(("http://", "https://")):
         import urllib.request
 
+        from ..client import Endpoint
+        from ..integrations._discover import action_schema
+
         base = env.rstrip("/")
-        with urllib.request.urlopen(f"{base}/schema", timeout=10) as reply:
-            schema = json.loads(reply.read())["action"]
+        schema = action_schema(Endpoint(base), timeout_s=10)
         request = urllib.request.Request(f"{base}/mcp", data=json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).encode(),
             headers={"Content-Type": "application/json"})
@@ -192,14 +193,8 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of CollectConfig options")
-    parser.add_argument("overrides", nargs="*", help="key=value options, e.g. tasks=32 num_actors=4")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(CollectConfig, args.config, args.overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = config_from_argv(CollectConfig, argv, module="openenv_train.recipes.collect", doc=__doc__,
+                           example="tasks=32 num_actors=4")
     summary = run(cfg)
     from rich.console import Console
 

@@ -9,14 +9,14 @@ compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.js
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config import config_to_dict, load_config
+from ._config import config_from_argv, config_to_dict
 from ._report import phase_summary, write_summary
 
 __all__ = ["EvalConfig", "json_action", "main", "run"]
@@ -151,19 +151,13 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.eval",
-                                     description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of EvalConfig options")
-    parser.add_argument("overrides", nargs="*", help="key=value options, e.g. model=PATH env=wordle episodes=100")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(EvalConfig, args.config, args.overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = config_from_argv(EvalConfig, argv, module="openenv_train.recipes.eval", doc=__doc__,
+                           example="model=PATH env=wordle episodes=100")
     try:
         summary = run(cfg)
     except ValueError as exc:
-        parser.exit(1, f"error: {exc}\n")
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     out = Path(cfg.output_dir) / cfg.name
     print((out / "summary.md").read_text())
     return 0 if summary["phases"]["eval"]["ok"]["mean"] == 1.0 else 1

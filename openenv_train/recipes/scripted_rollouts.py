@@ -13,7 +13,6 @@ Output: ``runs/<name>/episodes.jsonl`` (one row per episode) and ``runs/<name>/s
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -22,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config import load_config
+from ._config import config_from_argv
 
 __all__ = ["RolloutConfig", "main", "run"]
 
@@ -166,14 +165,8 @@ async def run(cfg: RolloutConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of RolloutConfig options")
-    parser.add_argument("overrides", nargs="*", help="key=value options, e.g. policy=random concurrency=64")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(RolloutConfig, args.config, args.overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = config_from_argv(RolloutConfig, argv, module="openenv_train.recipes.scripted_rollouts", doc=__doc__,
+                           example="policy=random concurrency=64")
     summary = asyncio.run(run(cfg))
     from rich.console import Console
     from rich.table import Table

@@ -9,13 +9,13 @@ tokens. Output: ``<output_dir>/<name>/checkpoints/sft`` (model + tokenizer), ``m
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._config import config_to_dict, load_config
+from ._config import config_from_argv, config_to_dict
 from ._report import MetricsLog
 from ._training import ModelSection, SFTSection, load_model, train_sft
 
@@ -65,19 +65,13 @@ def run(cfg: SftFromTracesConfig) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.sft_from_traces",
-                                     description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of SftFromTracesConfig options")
-    parser.add_argument("overrides", nargs="*", help="key=value options, e.g. traces=runs/collect sft.epochs=2")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_config(SftFromTracesConfig, args.config, args.overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = config_from_argv(SftFromTracesConfig, argv, module="openenv_train.recipes.sft_from_traces", doc=__doc__,
+                           example="traces=runs/collect sft.epochs=2")
     try:
         summary = run(cfg)
     except ValueError as exc:
-        parser.exit(1, f"error: {exc}\n")
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"trained on {summary['conversations']} conversations; loss {summary['first_loss']} -> "
           f"{summary['last_loss']}; saved {summary['checkpoint']}")
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -13,16 +12,6 @@ from openenv_train.harbor import CaptureStore
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.trl import make_rollout_func
 from openenv_train.pool import EpisodeSpec, RolloutPool
-
-
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[Any]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 @pytest.mark.timeout(300)

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,19 +170,6 @@ def test_a_full_filesystem_fails_the_flush_and_keeps_the_rows(mount_ns: str, tmp
 
 
 # -- repeated kills in one pool run ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def ray_local() -> Iterator[Any]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
-    from tests.pool import _support
-
-    ray.cloudpickle.register_pickle_by_value(_support)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def test_env_servers_and_an_actor_killed_repeatedly_lose_and_double_nothing(ray_local: Any, tmp_path: Path) -> None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...client import Endpoint, MCPToolClient
+from ...client import Endpoint
 from ...policy import parse_tool_calls
 from ...pool import message_action
+from .._discover import action_schema, mcp_tools
 
 __all__ = ["ActionFormat", "ActionParseError", "discover_format"]
 
@@ -111,35 +111,15 @@ def _json_object(text: str) -> dict[str, Any]:
     return obj  # type: ignore[no-any-return]  # text between braces parses only as an object
 
 
-def _action_schema(endpoint: Endpoint, timeout_s: float) -> dict[str, Any]:
-    if endpoint.uds is not None:
-        raise ValueError("an env behind a Unix socket has no HTTP /schema to read; serve it on TCP or pass mode=")
-    url = endpoint.base_url.replace("ws://", "http://").replace("wss://", "https://").rstrip("/")
-    with urllib.request.urlopen(f"{url}/schema", timeout=timeout_s) as reply:
-        schema: dict[str, Any] = json.loads(reply.read())
-    action = dict(schema.get("action") or {})
-    action["properties"] = {k: v for k, v in (action.get("properties") or {}).items() if k != "metadata"}
-    return action
-
-
 def discover_format(endpoint: Endpoint, mode: Literal["auto", "text", "json", "mcp"] = "auto", *,
                     text_field: str | None = None, timeout_s: float = 30.0) -> ActionFormat:
     """The format of the env served at ``endpoint``: MCP when it lists tools, text when its action has a
     single string field, JSON otherwise (``mode`` forces one)."""
     if mode in ("auto", "mcp"):
-        client = MCPToolClient(endpoint.base_url, uds=endpoint.uds).sync().connect()
-        try:
-            client.reset()
-            tools = client.list_tools()
-        except Exception:
-            if mode == "mcp":
-                raise
-            tools = []
-        finally:
-            client.close()
+        tools = mcp_tools(endpoint, required=mode == "mcp")
         if tools or mode == "mcp":
             return ActionFormat("mcp", tools=tuple(t.name for t in tools))
-    schema = _action_schema(endpoint, timeout_s)
+    schema = action_schema(endpoint, timeout_s=timeout_s)
     props = schema["properties"]
     strings = [k for k, v in props.items() if v.get("type") == "string"]
     if mode == "text" or (mode == "auto" and len(props) == 1 and strings):

@@ -11,7 +11,6 @@ import asyncio
 import functools
 import json
 import re
-import urllib.request
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
@@ -20,6 +19,7 @@ from ...client._sync import _LoopThread
 from ...core import CallToolAction, CallToolObservation
 from ...pool import render_observation
 from ...pool._actor import is_url
+from .._discover import action_schema, mcp_tools
 from ._tools import make_tool_method
 
 __all__ = ["EnvTools", "make_environment_factory"]
@@ -118,32 +118,13 @@ def _start(env: str, max_sessions: int) -> tuple[Endpoint, LocalProcessProvider 
     return _on_loop(provider.start()), provider
 
 
-def _action_schema(endpoint: Endpoint) -> dict[str, Any]:
-    if endpoint.uds is not None:
-        raise ValueError("an env behind a Unix socket has no HTTP /schema to read here; serve it on TCP")
-    url = endpoint.base_url.replace("ws://", "http://").replace("wss://", "https://").rstrip("/")
-    with urllib.request.urlopen(f"{url}/schema", timeout=30) as reply:
-        schema: dict[str, Any] = json.loads(reply.read())
-    return dict(schema.get("action") or {})
-
-
 def _discover(endpoint: Endpoint, mode: Literal["auto", "mcp", "generic"]) -> tuple[str, list[tuple[str, str, dict[str, Any]]]]:
     if mode in ("auto", "mcp"):
-        client = MCPToolClient(endpoint.base_url, uds=endpoint.uds).sync().connect()
-        try:
-            client.reset()
-            tools = client.list_tools()
-        except Exception:
-            if mode == "mcp":
-                raise
-            tools = None
-        finally:
-            client.close()
+        tools = mcp_tools(endpoint, required=mode == "mcp")
         if tools:
             return "mcp", [(t.name, t.description, t.input_schema) for t in tools]
-    action = _action_schema(endpoint)
-    props = {k: v for k, v in (action.get("properties") or {}).items() if k != "metadata"}
-    return "generic", [("", str(action.get("description") or ""), {**action, "properties": props})]
+    action = action_schema(endpoint)
+    return "generic", [("", str(action.get("description") or ""), action)]
 
 
 def _class_name(env: str) -> str:
