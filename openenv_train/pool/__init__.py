@@ -4,6 +4,7 @@ Ray is imported only when a pool starts; importing this package does not import 
 
 - :class:`RolloutPool`: ``submit``/``as_completed``/``run`` episodes over Ray actors, rows to a TraceWriter.
 - :class:`PoolConfig`: its options. :class:`EpisodeSpec`, :func:`make_groups`: what to run (GRPO groups).
+- :func:`start_private_ray`: a local Ray on 127.0.0.1 that ignores any other cluster on the machine.
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
 
@@ -16,6 +17,7 @@ from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUna
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool
+from ._ray import start_private_ray
 
 __all__ = [
     "AgentLoop",
@@ -40,4 +42,5 @@ __all__ = [
     "make_groups",
     "message_action",
     "render_observation",
+    "start_private_ray",
 ]

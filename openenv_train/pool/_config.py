@@ -65,7 +65,7 @@ class PoolConfig:
     show_progress: bool = False
     """Show a rich progress bar with live metrics while ``run``/``as_completed`` go."""
     ray_address: str | None = None
-    """A Ray cluster to join (``auto``, ``ray://...``); None starts or reuses a local one."""
+    """A Ray cluster to join (``auto``: the running one, ``ray://...``); None: ``RAY_ADDRESS`` (a job) or a private local one."""
     ray_num_cpus: int | None = None
     """CPUs of a local Ray started by the pool."""
     actor_num_cpus: float = 0.0

@@ -61,6 +61,7 @@ class RolloutPool:
         self.policy_version = self.config.policy_version
         self.actors: list[Any] = []
         self._ray: Any = None
+        self._owns_ray = False
         self._actor_args: list[Any] = []
         self._queue: collections.deque[Job] = collections.deque()
         self._inflight: dict[Any, list[Job]] = {}
@@ -79,7 +80,7 @@ class RolloutPool:
         self._check_open()
         if self.actors:
             return self
-        self._ray = ensure_ray(self.config)
+        self._ray, self._owns_ray = ensure_ray(self.config)
         actor_cls = remote_actor_class(self.config)
         # Held here so a restarted actor can always rebuild from them (ray-project/ray#53727).
         self._actor_args = [self._ray.put(arg) for arg in (self.env, self.policy, self.agent, self.config)]
@@ -92,7 +93,10 @@ class RolloutPool:
         return self
 
     def close(self, *, timeout_s: float = 30.0) -> None:
-        """Stop the actors and their env servers and flush the writer; idempotent. Unfinished episodes are dropped."""
+        """Stop the actors, their env servers and a Ray the pool started; flush the writer; idempotent.
+
+        Unfinished episodes are dropped. A cluster the pool joined (or found connected) keeps running.
+        """
         if self._closed:
             return
         self._closed = True
@@ -109,6 +113,9 @@ class RolloutPool:
             for actor in self.actors:
                 self._ray.kill(actor, no_restart=True)
         self.actors = []
+        if self._owns_ray and self._ray is not None:  # the private cluster this pool started; never a joined one
+            self._ray.shutdown()
+            self._owns_ray = False
         if self.writer is not None and not self.writer.closed:
             self.writer.flush()
 
