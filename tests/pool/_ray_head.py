@@ -85,29 +85,47 @@ def _group_alive(pgid: int) -> bool:
 
 @contextmanager
 def ray_head(temp_dir: Path, *, extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
-             timeout_s: float = 600.0) -> Iterator[RayHead]:
-    """``ray start --head --block`` on 127.0.0.1 with ``temp_dir`` as its temp folder; stopped on exit."""
+             timeout_s: float = 600.0, attempts: int = 3) -> Iterator[RayHead]:
+    """``ray start --head --block`` on 127.0.0.1 with ``temp_dir`` as its temp folder; stopped on exit.
+
+    ``extra_args`` replace the default ``--num-cpus=1 --include-dashboard=false``.
+
+    Ray gives its raylet a fixed 30 s to register, which a starved machine can miss: a head that did not come up
+    is stopped (its whole process group) and started again, up to ``attempts`` times.
+    """
     if RAY is None:
         raise RuntimeError("the ray CLI is not installed")
     env = env or ray_env(temp_dir, **{LOOPBACK: "0"})  # its drivers need the switch too (``head.env``)
-    log = (temp_dir / "head.log").open("wb")
-    process = subprocess.Popen([RAY, "start", "--head", "--block", f"--port={free_port()}",
-                                "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats",
-                                "--include-dashboard=false", *extra_args],
-                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    head = RayHead("", process, env)
+    for attempt in range(1, attempts + 1):
+        head = _start_head(temp_dir, extra_args, env, timeout_s)
+        if head.address or attempt == attempts:
+            break
+    if not head.address:
+        raise RuntimeError(f"ray start --head did not come up: {(temp_dir / 'head.log').read_text()[-3000:]}")
     try:
-        address_file = cluster_file(temp_dir)  # `ray start` writes it once the head is up
-        deadline = time.monotonic() + timeout_s
-        while not (address_file.exists() and address_file.read_text().strip()):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"ray start --head did not come up: {(temp_dir / 'head.log').read_text()[-3000:]}")
-            time.sleep(0.2)
-        head.address = address_file.read_text().strip()
         yield head
     finally:
         head.stop()
-        log.close()
+
+
+def _start_head(temp_dir: Path, extra_args: tuple[str, ...], env: dict[str, str], timeout_s: float) -> RayHead:
+    """A started head (``address`` set), or a stopped one whose start failed (``address`` empty)."""
+    with (temp_dir / "head.log").open("wb") as log:
+        process = subprocess.Popen([RAY, "start", "--head", "--block", f"--port={free_port()}",
+                                    "--node-ip-address=127.0.0.1", "--disable-usage-stats",
+                                    *(extra_args or ("--num-cpus=1", "--include-dashboard=false"))],
+                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    head = RayHead("", process, env)
+    address_file = cluster_file(temp_dir)  # `ray start` writes it once the head is up
+    address_file.unlink(missing_ok=True)
+    deadline = time.monotonic() + timeout_s
+    while not (address_file.exists() and address_file.read_text().strip()):
+        if process.poll() is not None or time.monotonic() > deadline:
+            head.stop()
+            return head
+        time.sleep(0.2)
+    head.address = address_file.read_text().strip()
+    return head
 
 
 def cluster_file(temp_dir: Path) -> Path:
