@@ -69,6 +69,17 @@ class Environment(Generic[ActT, ObsT, StateT]):
         """Release what the instance holds; called once when its session ends."""
 
     @classmethod
+    def render_observation(cls, observation: dict[str, Any]) -> str | None:
+        """A human view of an observation (a Wordle board, a game board, a screenshot) as a safe HTML fragment.
+
+        The playground shows it above the observation's JSON, and the trace viewer above each recorded step's.
+        Override it as a classmethod or staticmethod: it gets the observation as a JSON dict (live or read back
+        from a trace), so it must not use the instance. Escape every text from the observation
+        (``html.escape``) and use inline styles (the fragment goes into other pages). Default: None (no view).
+        """
+        return None
+
+    @classmethod
     def metadata_info(cls) -> EnvMetadata:
         """What ``GET /metadata`` serves for this class."""
         doc = inspect.getdoc(cls) or ""
