@@ -32,7 +32,8 @@ def _policy_spec(env: str, policy: str) -> str:
 
 @app.command()
 def collect(
-    env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, or a running server's URL.")],
+    env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, a running server's URL, or a "
+                                            "fleet of servers: URL1,URL2,... or a file listing URLs (one a line).")],
     policy: Annotated[str, typer.Option(help="scripted (the env's solver: wordle), random (random valid actions or "
                                              "tool calls), a local model folder, or an OpenAI-compatible URL.")],
     episodes: Annotated[int, typer.Option("-n", "--episodes", help="Episodes to play (reset seeds SEED..SEED+N-1).")],

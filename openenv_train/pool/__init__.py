@@ -3,6 +3,7 @@
 Ray is imported only when a pool starts; importing this package does not import it.
 
 - :class:`RolloutPool`: ``submit``/``as_completed``/``run`` episodes over Ray actors, rows to a TraceWriter.
+- :class:`Fleet`: env server fleets (``env=[URL, ...]``), balanced with health checks.
 - :class:`PoolConfig`: its options. :class:`EpisodeSpec`, :func:`make_groups`: what to run (GRPO groups).
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
@@ -12,6 +13,7 @@ from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_act
 from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
 from ._episode import EpisodeSpec, make_groups
+from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
 from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
@@ -23,6 +25,7 @@ __all__ = [
     "EpisodeContext",
     "EpisodeSpec",
     "EpisodeTimeout",
+    "Fleet",
     "ModelReply",
     "NoLiveActors",
     "PolicyCallError",
@@ -34,10 +37,13 @@ __all__ = [
     "RolloutActor",
     "RolloutPool",
     "ScriptedAgent",
+    "ServerStats",
     "TextAgent",
     "ToolAgent",
     "Truncated",
+    "fleet_urls",
     "make_groups",
     "message_action",
+    "published_capacity",
     "render_observation",
 ]

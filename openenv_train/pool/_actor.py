@@ -43,14 +43,18 @@ class RolloutActor:
         config: the pool's options.
     """
 
-    def __init__(self, env: str, policy: str | Callable[..., Any], agent: AgentLoop, config: PoolConfig) -> None:
+    def __init__(self, env: str | list[str], policy: str | Callable[..., Any], agent: AgentLoop,
+                 config: PoolConfig) -> None:
         self.env, self.agent, self.config = env, agent, config
         self.policy: ChatPolicy | Callable[..., Any] = (
             ChatPolicy(policy, model=config.model, sampling=config.sampling, timeout_s=config.model_timeout_s)
             if isinstance(policy, str) else policy
         )
         self.provider: LocalProcessProvider | None = None
-        self.endpoint: Endpoint | None = Endpoint(env) if is_url(env) else None
+        # A fleet (a list of URLs): the pool names each episode's server; sessions stay open per server.
+        self.fleet = isinstance(env, list)
+        self.endpoint: Endpoint | None = Endpoint(env) if isinstance(env, str) and is_url(env) else None
+        self._fleet_idle: dict[str, list[Any]] = {}
         self.generation = 0  # bumped when the env server is replaced; older clients are dropped
         self.server_restarts = 0
         self._idle: list[tuple[int, Any]] = []
@@ -72,8 +76,11 @@ class RolloutActor:
             return None
         return self.endpoint.uds or self.endpoint.base_url
 
-    async def run(self, spec: EpisodeSpec, capture_session: str | None) -> Outcome:
-        """Play one episode attempt on a free session; a broken session or dead server is replaced."""
+    async def run(self, spec: EpisodeSpec, capture_session: str | None, server: str | None = None) -> Outcome:
+        """Play one episode attempt on a free session (of fleet server ``server``, when the pool names one);
+        a broken session or dead server is replaced."""
+        if server is not None:
+            return await self._run_on(server, spec, capture_session)
         try:
             generation, client = await self._take_client()
         except Exception as exc:  # the server could not be (re)started: let the pool retry elsewhere or later
@@ -93,21 +100,54 @@ class RolloutActor:
         outcome["url"] = self.url()
         return outcome
 
-    async def run_many(self, episodes: list[tuple[EpisodeSpec, str | None]]) -> list[Outcome]:
-        """Play several episode attempts at once (each on its own session); outcomes in the same order."""
-        return list(await asyncio.gather(*(self.run(spec, session) for spec, session in episodes)))
+    async def run_many(self, episodes: list[tuple[Any, ...]]) -> list[Outcome]:
+        """Play several episode attempts at once (each on its own session); outcomes in the same order.
+
+        Each entry is ``(spec, capture_session)`` or, in a fleet, ``(spec, capture_session, server_url)``."""
+        return list(await asyncio.gather(*(self.run(*episode) for episode in episodes)))
 
     async def close(self) -> None:
         """Close every session and stop the env server."""
         idle, self._idle = self._idle, []
         for _, client in idle:
             await _close_quietly(client)
+        fleet_idle, self._fleet_idle = self._fleet_idle, {}
+        for clients in fleet_idle.values():
+            for client in clients:
+                await _close_quietly(client)
         if isinstance(self.policy, ChatPolicy):
             await self.policy.aclose()
         if self.provider is not None:
             await self.provider.stop()
 
     # -- internals ---------------------------------------------------------------------------------
+    async def _run_on(self, server: str, spec: EpisodeSpec, capture_session: str | None) -> Outcome:
+        """One attempt on a fleet server: its idle session or a new one; a broken session is dropped."""
+        idle = self._fleet_idle.setdefault(server, [])
+        try:
+            client = idle.pop() if idle else await self._connect(server)
+        except Exception as exc:  # the server is gone or refuses sessions: the pool retries elsewhere
+            return {"status": "retry", "error": {"type": type(exc).__name__, "message": str(exc)}, "steps": [],
+                    "reward": None, "done": False, "truncated": False, "timings": {}, "turns": 0, "url": server}
+        ctx = EpisodeContext(spec, client, self.policy, capture_session=capture_session,
+                             max_turns=self.config.max_turns, max_tokens=self.config.max_tokens)
+        outcome = await run_attempt(self.agent, ctx, timeout_s=self.config.episode_timeout_s,
+                                    retry_timeouts=self.config.retry_timeouts)
+        if outcome["status"] == "ok":
+            idle.append(client)
+        else:
+            await _close_quietly(client)
+            if outcome["status"] == "retry":  # the server may be dead: its other idle sessions too
+                for stale in self._fleet_idle.pop(server, []):
+                    await _close_quietly(stale)
+        outcome["url"] = server
+        return outcome
+
+    async def _connect(self, url: str) -> Any:
+        kind = MCPToolClient if self.config.client == "mcp" else GenericEnvClient
+        client = kind(url, reply_timeout_s=self.config.reply_timeout_s, token=self.config.env_token)
+        return await client.connect()
+
     async def _take_client(self) -> tuple[int, Any]:
         await self._ensure_server()
         while self._idle:
@@ -121,6 +161,8 @@ class RolloutActor:
         return self.generation, await client.connect()
 
     async def _ensure_server(self) -> None:
+        if self.fleet:  # fleet servers are the user's: nothing to start
+            return
         if self.endpoint is not None and (self.provider is None or self.provider._alive()):
             return
         async with self._lock:

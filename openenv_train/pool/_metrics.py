@@ -28,6 +28,8 @@ class PoolMetrics:
     model_s: float = 0.0
     episode_s: float = 0.0
     server_restarts: dict[int, int] = field(default_factory=dict)
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Fleets: per-server load, health and counts, by URL (see ``ServerStats``)."""
     last_at: float | None = None
 
     def record(self, outcome: dict[str, Any], *, ok: bool, actor: int | None) -> None:

@@ -19,7 +19,8 @@ from ._actor import remote_actor_class
 from ._agents import AgentLoop, ScriptedAgent, TextAgent
 from ._config import PoolConfig
 from ._episode import EpisodeSpec
-from ._errors import NoLiveActors, PoolClosed
+from ._errors import NoLiveActors, PoolClosed, PoolError
+from ._fleet import Fleet, fleet_urls
 from ._metrics import PoolMetrics
 from ._progress import progress_bar
 from ._ray import actor_errors, ensure_ray
@@ -34,7 +35,8 @@ class RolloutPool:
     """A pool of Ray actors that play episodes and turn them into TraceRows.
 
     Args:
-        env: catalog name or ``module:Class`` (each actor starts a server), or a server URL.
+        env: catalog name or ``module:Class`` (each actor starts a server), a server URL, or a fleet of
+            servers: a list of URLs, ``"URL1,URL2"`` or a file listing them (episodes balanced over them).
         policy: an OpenAI-compatible base URL (a model; pass ``capture`` to record its turns), or a callable
             ``policy(observation) -> action`` (scripted).
         agent: the agent loop; default :class:`ScriptedAgent` for a callable, :class:`TextAgent` for a URL.
@@ -48,11 +50,15 @@ class RolloutPool:
             rows = pool.run(make_groups(range(8), num_generations=2))
     """
 
-    def __init__(self, env: str, policy: str | Callable[..., Any], *, agent: AgentLoop | None = None,
+    def __init__(self, env: str | list[str], policy: str | Callable[..., Any], *, agent: AgentLoop | None = None,
                  config: PoolConfig | None = None, writer: TraceWriter | None = None,
                  capture: CaptureStore | None = None, **overrides: Any) -> None:
         self.config = dataclasses.replace(config or PoolConfig(), **overrides)
-        self.env, self.policy = env, policy
+        urls = fleet_urls(env)
+        self.env: str | list[str] = env if urls is None else urls
+        self.env_name = env if isinstance(env, str) and urls is None else "fleet"
+        self.fleet: Fleet | None = None
+        self.policy = policy
         self.agent: AgentLoop = agent or (TextAgent() if isinstance(policy, str) else ScriptedAgent())
         self.writer, self.capture = writer, capture
         self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
@@ -79,6 +85,9 @@ class RolloutPool:
         self._check_open()
         if self.actors:
             return self
+        if isinstance(self.env, list) and self.fleet is None:
+            self.fleet = Fleet(self.env, capacity=self.config.server_capacity, token=self.config.env_token).start()
+            self.env_name = self.fleet.name or self.env_name
         self._ray = ensure_ray(self.config)
         actor_cls = remote_actor_class(self.config)
         # Held here so a restarted actor can always rebuild from them (ray-project/ray#53727).
@@ -109,6 +118,8 @@ class RolloutPool:
             for actor in self.actors:
                 self._ray.kill(actor, no_restart=True)
         self.actors = []
+        if self.fleet is not None:
+            self.fleet.close()
         if self.writer is not None and not self.writer.closed:
             self.writer.flush()
 
@@ -200,9 +211,11 @@ class RolloutPool:
                 ready += self._ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
                 rows += self._settle(ref)
-        elif self._queue:  # only retries waiting out their backoff
+        elif self._queue:  # only retries waiting out their backoff (or a fleet with no server up)
             time.sleep(_POLL_S / 5)
         rows += self._expire()
+        if self.fleet is not None:
+            self.metrics.servers = self.fleet.summary()
         return rows
 
     def _alive(self) -> list[int]:
@@ -214,12 +227,24 @@ class RolloutPool:
             return self._fail_all(NoLiveActors(f"all {len(self.actors)} actors died beyond max_restarts="
                                                f"{self.config.max_restarts}; see the Ray logs"))
         now = time.monotonic()
+        if self.fleet is not None and self._queue and not self.fleet.any_up:
+            since = min(s.down_since or now for s in self.fleet.servers)
+            if now - since > self.config.episode_timeout_s:
+                return self._fail_all(PoolError(
+                    f"no server of the fleet answered /health for {now - since:.0f}s: {self.env}; start them "
+                    "again or check their URLs"))
         while self._queue and self._running < self.config.capacity:
             actor = min(alive, key=lambda i: self._load[i])
             room = min(self.config.sessions_per_actor - self._load[actor], self.config.capacity - self._running,
                        self.config.episodes_per_call)
             jobs: list[Job] = []
-            while len(jobs) < room and (job := self._next_due(now)) is not None:
+            while len(jobs) < room and (self.fleet is None or self.fleet.pick() is not None) \
+                    and (job := self._next_due(now)) is not None:
+                if self.fleet is not None:
+                    server = self.fleet.pick()
+                    assert server is not None
+                    server.load += 1
+                    job.server = server.url
                 jobs.append(job)
             if not jobs:
                 break
@@ -228,7 +253,9 @@ class RolloutPool:
                 job.capture_session = self._open_capture(job)
                 job.dispatched_at = now
                 job.deadline = now + self.config.episode_timeout_s * 1.5 + 60.0
-            ref = self.actors[actor].run_many.remote([(job.spec, job.capture_session) for job in jobs])
+            ref = self.actors[actor].run_many.remote([
+                (job.spec, job.capture_session) if job.server is None else (job.spec, job.capture_session, job.server)
+                for job in jobs])
             self._inflight[ref] = jobs
             self._load[actor] += len(jobs)
             self._running += len(jobs)
@@ -261,6 +288,7 @@ class RolloutPool:
             self._strikes[actor] = 0
         rows = []
         for job, outcome in zip(jobs, outcomes, strict=True):
+            self._release_server(job, outcome)
             if outcome["status"] == "retry":
                 self.metrics.add_attempt(outcome, actor)
                 row = self._retry(job, outcome)
@@ -293,7 +321,7 @@ class RolloutPool:
             return None
         self._settled.add(job.spec.episode_id)
         trace = self._close_capture(job)
-        row = build_row(job, outcome, run_id=self.run_id, env=self.env, model=self.model, trace=trace)
+        row = build_row(job, outcome, run_id=self.run_id, env=self.env_name, model=self.model, trace=trace)
         if counted:
             self.metrics.record({}, ok=row.ok, actor=None)
         else:
@@ -315,11 +343,21 @@ class RolloutPool:
             self._running -= len(jobs)
             self._ray.cancel(ref, force=False)
             for job in jobs:
-                row = self._retry(job, {"status": "retry", "error": {
-                    "type": "EpisodeTimeout", "message": f"actor {actor} gave no answer by the pool's deadline"}})
+                outcome = {"status": "retry", "error": {
+                    "type": "EpisodeTimeout", "message": f"actor {actor} gave no answer by the pool's deadline"}}
+                self._release_server(job, outcome)
+                row = self._retry(job, outcome)
                 if row is not None:
                     rows.append(row)
         return rows
+
+    def _release_server(self, job: Job, outcome: dict[str, Any]) -> None:
+        """A fleet attempt is over: free its server's session and count it there."""
+        if self.fleet is None or job.server is None:
+            return
+        final = outcome["status"] != "retry" or job.attempt >= self.config.max_retries
+        self.fleet.settle(job.server, outcome, final=final)
+        job.server = None
 
     def _fail_all(self, exc: Exception) -> list[TraceRow]:
         rows = []
