@@ -69,6 +69,7 @@ class RolloutPool:
         self._ray: Any = None
         self._actor_args: list[Any] = []
         self._queue: collections.deque[Job] = collections.deque()
+        self._ready: collections.deque[TraceRow] = collections.deque()  # rows settled while submit() waited
         self._inflight: dict[Any, list[Job]] = {}
         self._running = 0
         self._load: list[int] = []
@@ -148,14 +149,18 @@ class RolloutPool:
         if self.writer is not None and self.writer.written((self.run_id, spec.episode_id)):
             self.metrics.skipped += 1
             return False
+        if self.config.max_queued is not None and len(self._queue) >= self.config.max_queued:
+            self.start()  # backpressure: play episodes until the queue has room; their rows wait for as_completed
+            while len(self._queue) >= self.config.max_queued:
+                self._ready.extend(self._step())
         self._queue.append(Job(spec, self._submitted))
         self._submitted += 1
         return True
 
     @property
     def pending(self) -> int:
-        """Episodes queued or in flight."""
-        return len(self._queue) + self._running
+        """Episodes queued or in flight (and rows settled but not yet yielded)."""
+        return len(self._queue) + self._running + len(self._ready)
 
     def as_completed(self, specs: Iterable[EpisodeSpec] = (), *, timeout_s: float | None = None) -> Iterator[TraceRow]:
         """Submit ``specs`` and yield rows as episodes finish, until nothing is pending.
@@ -166,13 +171,25 @@ class RolloutPool:
         self.start()
         if self.metrics.episodes == 0 and not self._running:
             self.metrics.started_at = time.perf_counter()
-        for spec in specs:
-            self.submit(spec)
+        bound = self.config.max_queued
+        source = iter(specs)
+        if bound is None:  # no bound: everything queued up front
+            for spec in source:
+                self.submit(spec)
+        total = self.pending if bound is None else getattr(specs, "__len__", lambda: None)()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with progress_bar(self.config.show_progress, self.pending, self.metrics) as advance:
-            while self.pending:
+        with progress_bar(self.config.show_progress, total, self.metrics) as advance:
+            while True:
+                if bound is not None:  # pull specs lazily: the driver holds at most max_queued of them
+                    while len(self._queue) < bound and (spec := next(source, None)) is not None:
+                        self.submit(spec)
+                if not self.pending:
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"{self.pending} episodes still pending after {timeout_s:g}s")
+                while self._ready:
+                    advance()
+                    yield self._ready.popleft()
                 for row in self._step():
                     advance()
                     yield row
