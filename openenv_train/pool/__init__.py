@@ -13,8 +13,8 @@ from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_act
 from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
 from ._episode import EpisodeSpec, make_groups
-from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
 from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
+from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool

@@ -20,6 +20,8 @@ from ._context import EpisodeContext
 from ._episode import EpisodeSpec
 from ._policy import ChatPolicy
 from ._rollout import Outcome, run_attempt
+from ._rows import Job, build_row
+from ._shards import ActorShards
 
 __all__ = ["RolloutActor", "is_url", "remote_actor_class"]
 
@@ -55,6 +57,7 @@ class RolloutActor:
         self.fleet = isinstance(env, list)
         self.endpoint: Endpoint | None = Endpoint(env) if isinstance(env, str) and is_url(env) else None
         self._fleet_idle: dict[str, list[Any]] = {}
+        self.shards: ActorShards | None = None  # write="actors": opened by the first run_many_write
         self.generation = 0  # bumped when the env server is replaced; older clients are dropped
         self.server_restarts = 0
         self._idle: list[tuple[int, Any]] = []
@@ -106,8 +109,39 @@ class RolloutActor:
         Each entry is ``(spec, capture_session)`` or, in a fleet, ``(spec, capture_session, server_url)``."""
         return list(await asyncio.gather(*(self.run(*episode) for episode in episodes)))
 
+    async def run_many_write(self, episodes: list[tuple[Any, ...]], meta: dict[str, Any]) -> dict[str, Any]:
+        """``write="actors"``: play episodes, write their rows to this actor's shards, return small outcomes.
+
+        Each entry is ``(spec, server_url_or_None, attempt, policy_version)``; ``meta`` holds ``run_dir``,
+        ``flush_rows``, ``run_id``, ``env`` and ``model``. Returns this incarnation's id, the outcomes (their
+        ``trace_id``, no steps) and the shards flushed by this call."""
+        if self.shards is None:
+            self.shards = ActorShards(meta["run_dir"], meta["flush_rows"])
+        outcomes = await asyncio.gather(*(self.run(spec, None, server) for spec, server, _, _ in episodes))
+        light: list[Outcome] = []
+        for (spec, _, attempt, version), outcome in zip(episodes, outcomes, strict=True):
+            if outcome["status"] != "retry":
+                row = build_row(Job(spec, 0, attempt=attempt, version=version), outcome, run_id=meta["run_id"],
+                                env=meta["env"], model=meta["model"], trace=None)
+                self.shards.add(row)
+                outcome["trace_id"] = row.trace_id
+            outcome["env_steps"], outcome["steps"] = len(outcome.get("steps") or []), []
+            light.append(outcome)
+        flushed = self.shards.flush() if self.shards.due() else None
+        return {"incarnation": self.shards.incarnation, "outcomes": light, "shards": [flushed] if flushed else []}
+
+    async def flush_shards(self) -> dict[str, Any]:
+        """``write="actors"``: flush the buffered rows now (the driver asks when its batch is otherwise done)."""
+        if self.shards is None:
+            return {"incarnation": None, "outcomes": [], "shards": []}
+        flushed = self.shards.flush()
+        return {"incarnation": self.shards.incarnation, "outcomes": [], "shards": [flushed] if flushed else []}
+
     async def close(self) -> None:
         """Close every session and stop the env server."""
+        if self.shards is not None:
+            with contextlib.suppress(Exception):
+                self.shards.close()
         idle, self._idle = self._idle, []
         for _, client in idle:
             await _close_quietly(client)
@@ -172,6 +206,7 @@ class RolloutActor:
                 await self.provider.stop(grace_s=1.0)
                 self.server_restarts += 1
             self.generation += 1
+            assert isinstance(self.env, str)
             self.provider = LocalProcessProvider(
                 self.env, max_sessions=self.config.sessions_per_actor + 4, env_vars=dict(self.config.env_vars),
                 extra_args=list(self.config.server_args), sandbox=self.config.sandbox or None,

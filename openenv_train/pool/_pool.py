@@ -25,6 +25,7 @@ from ._metrics import PoolMetrics
 from ._progress import progress_bar
 from ._ray import actor_errors, ensure_ray
 from ._rows import Job, build_row
+from ._shards import ShardLedger
 
 __all__ = ["RolloutPool"]
 
@@ -79,6 +80,16 @@ class RolloutPool:
         self._settled: set[str] = set()
         self._submitted = 0
         self._closed = False
+        self._ledger: ShardLedger | None = None  # write="actors": rows actors hold until their shard is merged
+        self._flushing: dict[Any, int] = {}
+        self._shard_meta: dict[str, Any] = {}
+        if self.config.write == "actors":
+            if writer is None:
+                raise ValueError("PoolConfig(write='actors') needs a writer: the actors write its run folder's shards")
+            if capture is not None:
+                raise ValueError("PoolConfig(write='actors') cannot record model turns (capture=...): the capture store "
+                                 "lives in the driver; use write='driver' for model policies with capture")
+            self._ledger = ShardLedger(writer)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self, *, timeout_s: float = 120.0) -> RolloutPool:
@@ -90,6 +101,9 @@ class RolloutPool:
             self.fleet = Fleet(self.env, capacity=self.config.server_capacity, token=self.config.env_token).start()
             self.env_name = self.fleet.name or self.env_name
         self._ray = ensure_ray(self.config)
+        if self._ledger is not None and self.writer is not None:
+            self._shard_meta = {"run_dir": str(self.writer.run_dir.resolve()), "flush_rows": self.writer.flush_rows,
+                                "run_id": self.run_id, "env": self.env_name, "model": self.model}
         actor_cls = remote_actor_class(self.config)
         # Held here so a restarted actor can always rebuild from them (ray-project/ray#53727).
         self._actor_args = [self._ray.put(arg) for arg in (self.env, self.policy, self.agent, self.config)]
@@ -121,6 +135,9 @@ class RolloutPool:
         self.actors = []
         if self.fleet is not None:
             self.fleet.close()
+        if self._ledger is not None:
+            self._ledger.close()
+        self._flushing.clear()
         if self.writer is not None and not self.writer.closed:
             self.writer.flush()
 
@@ -160,7 +177,8 @@ class RolloutPool:
     @property
     def pending(self) -> int:
         """Episodes queued or in flight (and rows settled but not yet yielded)."""
-        return len(self._queue) + self._running + len(self._ready)
+        waiting = self._ledger.waiting if self._ledger is not None else 0
+        return len(self._queue) + self._running + len(self._ready) + waiting
 
     def as_completed(self, specs: Iterable[EpisodeSpec] = (), *, timeout_s: float | None = None) -> Iterator[TraceRow]:
         """Submit ``specs`` and yield rows as episodes finish, until nothing is pending.
@@ -181,8 +199,8 @@ class RolloutPool:
         with progress_bar(self.config.show_progress, total, self.metrics) as advance:
             while True:
                 if bound is not None:  # pull specs lazily: the driver holds at most max_queued of them
-                    while len(self._queue) < bound and (spec := next(source, None)) is not None:
-                        self.submit(spec)
+                    while len(self._queue) < bound and (more := next(source, None)) is not None:
+                        self.submit(more)
                 if not self.pending:
                     break
                 if deadline is not None and time.monotonic() > deadline:
@@ -221,13 +239,16 @@ class RolloutPool:
     # -- the dispatch loop ---------------------------------------------------------------------------
     def _step(self) -> list[TraceRow]:
         rows = self._dispatch()
-        if self._inflight:
-            refs = list(self._inflight)
+        if self._ledger is not None and not self._queue and not self._inflight and not self._flushing:
+            for actor in self._ledger.actors_waiting():  # the batch is played: have the actors flush their rows
+                self._flushing[self.actors[actor].flush_shards.remote()] = actor
+        if self._inflight or self._flushing:
+            refs = [*self._inflight, *self._flushing]
             ready, rest = self._ray.wait(refs, num_returns=1, timeout=_POLL_S)
             if ready and rest:  # take everything else that is already done, without waiting
                 ready += self._ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
-                rows += self._settle(ref)
+                rows += self._settle_flush(ref) if ref in self._flushing else self._settle(ref)
         elif self._queue:  # only retries waiting out their backoff (or a fleet with no server up)
             time.sleep(_POLL_S / 5)
         rows += self._expire()
@@ -270,9 +291,13 @@ class RolloutPool:
                 job.capture_session = self._open_capture(job)
                 job.dispatched_at = now
                 job.deadline = now + self.config.episode_timeout_s * 1.5 + 60.0
-            ref = self.actors[actor].run_many.remote([
-                (job.spec, job.capture_session) if job.server is None else (job.spec, job.capture_session, job.server)
-                for job in jobs])
+            if self._ledger is not None:
+                ref = self.actors[actor].run_many_write.remote(
+                    [(job.spec, job.server, job.attempt, job.version) for job in jobs], self._shard_meta)
+            else:
+                ref = self.actors[actor].run_many.remote([
+                    (job.spec, job.capture_session) if job.server is None else (job.spec, job.capture_session, job.server)
+                    for job in jobs])
             self._inflight[ref] = jobs
             self._load[actor] += len(jobs)
             self._running += len(jobs)
@@ -292,9 +317,16 @@ class RolloutPool:
         assert actor is not None
         self._load[actor] -= len(jobs)
         self._running -= len(jobs)
+        rows: list[TraceRow] = []
+        shards: list[dict[str, Any]] = []
         try:
             outcomes = self._ray.get(ref)
+            if self._ledger is not None:
+                rows += self._replay(self._ledger.seen(actor, outcomes["incarnation"]))
+                outcomes, shards = outcomes["outcomes"], outcomes["shards"]
         except actor_errors() as exc:
+            if self._ledger is not None:
+                rows += self._replay(self._ledger.lost(actor))
             self.metrics.actor_failures += 1
             if jobs[0].dispatched_at > self._struck_at[actor]:  # one death fails many episodes: count it once
                 self._strikes[actor] += 1
@@ -303,7 +335,6 @@ class RolloutPool:
             outcomes = [error] * len(jobs)
         else:
             self._strikes[actor] = 0
-        rows = []
         for job, outcome in zip(jobs, outcomes, strict=True):
             self._release_server(job, outcome)
             if outcome["status"] == "retry":
@@ -313,7 +344,39 @@ class RolloutPool:
                 row = self._finish(job, outcome)
             if row is not None:
                 rows.append(row)
+        if self._ledger is not None:
+            for entry in shards:
+                rows += self._ledger.merge(actor, entry)
         return rows
+
+    def _settle_flush(self, ref: Any) -> list[TraceRow]:
+        """An actor's answer to ``flush_shards``: merge its shards, or replay what it lost."""
+        actor = self._flushing.pop(ref)
+        assert self._ledger is not None
+        try:
+            result = self._ray.get(ref)
+        except actor_errors():
+            self.metrics.actor_failures += 1
+            return self._replay(self._ledger.lost(actor))
+        if result["incarnation"] is None:  # restarted since: nothing buffered, what it held is gone
+            return self._replay(self._ledger.lost(actor))
+        rows = self._replay(self._ledger.seen(actor, result["incarnation"]))
+        for entry in result["shards"]:
+            rows += self._ledger.merge(actor, entry)
+        return rows
+
+    def _replay(self, lost: list[tuple[Job, TraceRow]]) -> list[TraceRow]:
+        """Episodes accepted on an actor that died before their rows reached a shard: play them again."""
+        for job, row in lost:
+            self._settled.discard(job.spec.episode_id)
+            self.metrics.episodes -= 1
+            self.metrics.ok -= row.ok
+            self.metrics.failed -= not row.ok
+            self.metrics.retries += 1
+            job.attempt += 1
+            job.not_before = 0.0
+            self._queue.appendleft(job)
+        return []
 
     def _retry(self, job: Job, outcome: dict[str, Any]) -> TraceRow | None:
         if job.attempt >= self.config.max_retries:
@@ -343,6 +406,11 @@ class RolloutPool:
             self.metrics.record({}, ok=row.ok, actor=None)
         else:
             self.metrics.record(outcome, ok=row.ok, actor=job.actor)
+        if self._ledger is not None and outcome.get("trace_id"):  # an actor holds the row: yielded once merged
+            assert job.actor is not None
+            row.trace_id = outcome["trace_id"]
+            self._ledger.accept(job.actor, row.trace_id, job, row)
+            return None
         if self.writer is not None:
             self.writer.write(row)
         return row
