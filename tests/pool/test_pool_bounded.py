@@ -65,3 +65,26 @@ def test_actor_writes_need_a_writer_and_no_capture(tmp_path: Path) -> None:
         RolloutPool("wordle", "http://127.0.0.1:1/v1", write="actors", writer=writer, capture=CaptureStore())
     with pytest.raises(ValueError, match="max_queued"):
         PoolConfig(max_queued=0)
+
+
+def test_add_shard_moves_accepted_rows_into_the_manifest(tmp_path: Path) -> None:
+    from openenv_train.harbor import TraceRow
+
+    def row(i: int) -> TraceRow:
+        return TraceRow(run_id="r", episode_id=f"e{i}", reward=float(i))
+
+    with TraceWriter(tmp_path / "stage") as stage:
+        stage.write_many(row(i) for i in range(4))
+        whole = stage.flush()
+        stage.write_many(row(i) for i in range(4, 8))
+        partial = stage.flush()
+    assert whole is not None and partial is not None
+    with TraceWriter(tmp_path / "run") as writer:
+        writer.write(row(9))
+        assert writer.add_shard(whole) is not None and not whole.exists()  # moved as is
+        dropped = {r.trace_id for r in read_traces(tmp_path / "stage") if r.episode_id in ("e5", "e6")}
+        assert writer.add_shard(partial, keep=lambda t: t not in dropped) is not None
+        assert writer.written(("r", "e7")) and not writer.written(("r", "e5"))
+    stored = read_traces(tmp_path / "run")
+    assert sorted(r.episode_id for r in stored) == ["e0", "e1", "e2", "e3", "e4", "e7", "e9"]
+    assert json.loads((tmp_path / "run" / "traces" / "manifest.json").read_text())["rows"] == 7
