@@ -49,6 +49,8 @@ def collect(
     temperature: Annotated[float, typer.Option(help="Sampling temperature (model and URL policies).")] = 1.0,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local Ray).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = False,
+    server_capacity: Annotated[int | None, typer.Option(help="Fleets: sessions per server (default: what each "
+                                                               "server's /metadata publishes, else no cap).")] = None,
 ) -> None:
     """Play N episodes of ENV with a policy in the Ray rollout pool; write TrainingTrace rows (Parquet).
 
@@ -60,6 +62,8 @@ def collect(
     if ":" in env:  # a module:Class of the working directory: the env servers import it from there
         sys.path.insert(0, os.getcwd())
         pool["env_vars"] = {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    if server_capacity is not None:
+        pool["server_capacity"] = server_capacity
     if policy not in ("scripted", "random"):
         pool["sampling"] = {"max_tokens": max_tokens, "temperature": temperature}
     try:
