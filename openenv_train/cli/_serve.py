@@ -34,6 +34,10 @@ def serve(
     web: Annotated[bool, typer.Option(help="Also serve a playground page at /web (action form, reset/step, history).")] = False,
     reload: Annotated[bool, typer.Option(help="Restart the server when a .py file of the env's package (the working "
                                               "directory's, for a top-level module) changes; for development.")] = False,
+    workers: Annotated[int, typer.Option(help="Server processes behind the one TCP port (SO_REUSEPORT), one per core "
+                                              "you give it; a session is one connection, so it stays in one worker. "
+                                              "A worker that dies is restarted.")] = 1,
+    reuse_port: Annotated[bool, typer.Option(hidden=True, help="Bind with SO_REUSEPORT (a --workers worker).")] = False,
 ) -> None:
     """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp."""
     from ..envs import load_env_class
@@ -43,6 +47,17 @@ def serve(
         env_cls = load_env_class(env)
     except EnvLoadError as exc:
         raise fail(str(exc), code=2) from None
+    if workers < 1:
+        raise fail(f"--workers must be >= 1, got {workers}", code=2)
+    if workers > 1:
+        if uds or sandbox or reload:
+            raise fail("--workers shares one TCP port between processes; it does not combine with --uds, --sandbox "
+                       "or --reload (run one server per socket instead)", code=2)
+        from ..server import serve_workers
+
+        argv = _child_argv(ctx, skip=frozenset({"workers", "host", "port", "ready_file", "parent_pid", "reuse_port"}))
+        raise typer.Exit(serve_workers(argv, workers=workers, host=host, port=port, ready_file=ready_file,
+                                       parent_pid=parent_pid))
     if reload:
         raise typer.Exit(_serve_with_reload(_watch_root(env, env_cls), _child_argv(ctx)))
     if sandbox:
@@ -55,7 +70,8 @@ def serve(
     try:
         config = ServerConfig(host=host, port=port, uds=uds, max_sessions=max_sessions,
                               idle_timeout_s=idle_timeout or None, max_message_size=max_message_size, web=web,
-                              token_file=token_file, max_messages_per_s=max_messages_per_s, message_burst=message_burst)
+                              token_file=token_file, max_messages_per_s=max_messages_per_s, message_burst=message_burst,
+                              reuse_port=reuse_port)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     run_server(env_cls, config, parent_pid=parent_pid, ready_file=ready_file)
@@ -107,12 +123,12 @@ def _watch_root(env: str, env_cls: type) -> str:
     return os.path.dirname(os.path.abspath(origin))  # a package's folder, or a top-level module's (the working dir)
 
 
-def _child_argv(ctx: typer.Context) -> list[str]:
-    """This ``serve`` command line without ``--reload``, rebuilt from the parsed options."""
+def _child_argv(ctx: typer.Context, skip: frozenset[str] = frozenset({"reload"})) -> list[str]:
+    """This ``serve`` command line without the options in ``skip`` (``--reload``), rebuilt from the parsed options."""
     argv: list[str] = []
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        if param.name == "reload" or value is None:
+        if param.name in skip or value is None:
             continue
         if param.param_type_name == "argument":
             argv.insert(0, str(value))

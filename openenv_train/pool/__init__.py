@@ -3,6 +3,7 @@
 Ray is imported only when a pool starts; importing this package does not import it.
 
 - :class:`RolloutPool`: ``submit``/``as_completed``/``run`` episodes over Ray actors, rows to a TraceWriter.
+- :class:`Fleet`: env server fleets (``env=[URL, ...]``), balanced with health checks.
 - :class:`PoolConfig`: its options. :class:`EpisodeSpec`, :func:`make_groups`: what to run (GRPO groups).
 - :func:`start_private_ray`: a local Ray on 127.0.0.1 that ignores any other cluster on the machine.
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
@@ -14,6 +15,7 @@ from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
 from ._episode import EpisodeSpec, make_groups
 from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
+from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool
@@ -25,6 +27,7 @@ __all__ = [
     "EpisodeContext",
     "EpisodeSpec",
     "EpisodeTimeout",
+    "Fleet",
     "ModelReply",
     "NoLiveActors",
     "PolicyCallError",
@@ -36,11 +39,14 @@ __all__ = [
     "RolloutActor",
     "RolloutPool",
     "ScriptedAgent",
+    "ServerStats",
     "TextAgent",
     "ToolAgent",
     "Truncated",
+    "fleet_urls",
     "make_groups",
     "message_action",
+    "published_capacity",
     "render_observation",
     "start_private_ray",
 ]
