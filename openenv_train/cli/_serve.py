@@ -14,7 +14,9 @@ from ._app import app, err, fail
 @app.command()
 def serve(
     ctx: typer.Context,
-    env: Annotated[str, typer.Argument(help="Catalog name (see 'openenv-train catalog') or package.module:ClassName.")],
+    env: Annotated[str | None, typer.Argument(help="Catalog name (see 'openenv-train catalog'), package.module:ClassName, "
+                                                   "or an env folder with openenv.yaml (default: the working "
+                                                   "directory's).")] = None,
     host: Annotated[str, typer.Option(help="Interface to bind; loopback unless you mean to expose it.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8000,
     max_sessions: Annotated[int, typer.Option(help="Most concurrent sessions.", envvar="MAX_CONCURRENT_ENVS")] = 1024,
@@ -43,6 +45,11 @@ def serve(
     from ..envs import load_env_class
     from ..server import ServerConfig, run_server
 
+    if env is None:
+        if not os.path.isfile("openenv.yaml"):
+            raise fail("give an env to serve (a catalog name, module:Class or env folder), or run 'serve' inside an "
+                       "env folder (one with openenv.yaml)", code=2)
+        env = "."
     try:
         env_cls = load_env_class(env)
     except EnvLoadError as exc:
@@ -115,6 +122,10 @@ def _watch_root(env: str, env_cls: type) -> str:
     import importlib.util
     import sys
 
+    from ..envs import is_env_folder
+
+    if is_env_folder(env):
+        return os.path.abspath(os.path.expanduser(env))
     module_file = getattr(sys.modules.get(env_cls.__module__), "__file__", None) or os.getcwd()
     if ":" not in env:
         return os.path.dirname(os.path.abspath(module_file))

@@ -15,6 +15,7 @@ from ._providers import (
     space_url,
 )
 from ._sync import SyncEnvClient
+from ._typed import TypedEnvClient, TypedMCPClient
 
 from_env = EnvClient.from_env
 
@@ -32,6 +33,8 @@ __all__ = [
     "RemoteProvider",
     "SyncEnvClient",
     "ToolCallError",
+    "TypedEnvClient",
+    "TypedMCPClient",
     "UnixSocketProvider",
     "docker_available",
     "from_env",

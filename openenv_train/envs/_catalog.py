@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
 
-__all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
+__all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "register"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,19 @@ def get_spec(name: str) -> EnvSpec:
     return spec
 
 
+def is_env_folder(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` names an env folder (``openenv.yaml``) rather than a catalog env."""
+    path = Path(name_or_path)
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path or name_or_path not in CATALOG
+    return ":" not in name_or_path and looks_like_path and (path.expanduser() / "openenv.yaml").is_file()
+
+
 def load_env_class(name_or_path: str) -> type[Environment[Any, Any, Any]]:
-    """A catalog name (``echo``) or a ``module:Class`` path to its Environment class."""
+    """A catalog name (``echo``), a ``module:Class`` path or an env folder (``openenv.yaml``) to its Environment class."""
+    if is_env_folder(name_or_path):
+        from ._openenv import load_env_folder
+
+        return load_env_folder(Path(name_or_path).expanduser())
     if ":" in name_or_path:
         return load_class(name_or_path)
     return get_spec(name_or_path).load()

@@ -152,10 +152,13 @@ class EnvSpecInfo:
         return names
 
     def schema(self) -> dict[str, Any]:
-        """The ``/schema`` document: JSON schemas of action, observation and state."""
+        """The ``/schema`` document: JSON schemas of action, observation, state and (as openenv 0.10) reset's observation."""
         env_cls = self.env_cls
+        observation = TypeAdapter(env_cls.observation_type).json_schema()
+        reset_type = getattr(env_cls, "reset_observation_type", None)
         return {
             "action": self.action_adapter.json_schema(),
-            "observation": TypeAdapter(env_cls.observation_type).json_schema(),
+            "observation": observation,
             "state": TypeAdapter(env_cls.state_type).json_schema(),
+            "reset_observation": observation if reset_type is None else TypeAdapter(reset_type).json_schema(),
         }

@@ -57,7 +57,7 @@ async def test_env_contract(name: str) -> None:
         await _maybe(env.close())
     assert runs[0] == runs[1], "same seed and actions must give the same episode"
     schema = env_cls.spec_info().schema()
-    assert set(schema) == {"action", "observation", "state"}
+    assert set(schema) == {"action", "observation", "state", "reset_observation"}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -2,5 +2,12 @@
 
 from ._env import ReasoningGymEnvironment
 from ._models import ReasoningGymAction, ReasoningGymObservation, ReasoningGymState
+from .client import ReasoningGymEnv
 
-__all__ = ["ReasoningGymAction", "ReasoningGymEnvironment", "ReasoningGymObservation", "ReasoningGymState"]
+__all__ = [
+    "ReasoningGymAction",
+    "ReasoningGymEnv",
+    "ReasoningGymEnvironment",
+    "ReasoningGymObservation",
+    "ReasoningGymState",
+]
