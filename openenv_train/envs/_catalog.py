@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
+from ._spiel_games import GAMES as SPIEL_GAMES
 
 __all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
 
@@ -236,3 +237,21 @@ register(EnvSpec(
     reward="advance pays the change in log equity over the bars it moved; other tools null",
     family="finance", tags=("mcp", "finance", "tool-use"),
 ))
+# -- OpenSpiel through pyspiel (the [openspiel] extra) ---------------------------------------------------
+_SPIEL_FAMILY = {"liars_dice": "card games", "leduc_poker": "card games", "goofspiel": "card games",
+                 "battleship": "games"}
+
+
+def _spiel_class(key: str) -> str:
+    return "Spiel" + "".join(word.capitalize() for word in key.split("_")) + "Environment"
+
+
+for _game in SPIEL_GAMES.values():
+    register(EnvSpec(
+        f"openspiel/{_game.key}", f"openenv_train.envs.spiel:{_spiel_class(_game.key)}",
+        f"{_game.blurb} (OpenSpiel's {_game.name} through pyspiel; random or MCTS opponent.)",
+        action='{"action_id": int} (one of legal_actions; legal_action_names says what each is)',
+        reward="the agent's pyspiel reward after its move and the replies (the game's return at the end)",
+        dependencies=("open_spiel==2.0.2",), family=_SPIEL_FAMILY.get(_game.key, "board games"),
+        extra="openspiel", modules=("pyspiel",), tags=("openspiel", "pyspiel", "game", "two-player"),
+    ))

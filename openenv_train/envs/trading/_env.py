@@ -7,7 +7,6 @@ import random
 import uuid
 from importlib import resources
 
-
 from ...server import Environment
 from ._market import Market, MarketConfig, bars_text
 from ._models import TradingAction, TradingObservation, TradingState
