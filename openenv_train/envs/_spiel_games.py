@@ -1,4 +1,7 @@
-"""The pyspiel games of the catalog (openspiel/<key>), kept apart so the catalog lists them without importing the env: their pyspiel names, default parameters and one-line blurbs."""
+"""The pyspiel games of the catalog (``openspiel/<key>``): names, default parameters and blurbs.
+
+Kept apart from the env package so the catalog lists them without importing it.
+"""
 
 from __future__ import annotations
 
@@ -32,13 +35,13 @@ GAMES: dict[str, SpielGame] = {g.key: g for g in (
     SpielGame("nim", "nim", "Nim on piles 1,3,5,7: take any number from one pile; the last to take wins."),
     SpielGame("clobber", "clobber", "Clobber on 5x6: move onto an adjacent enemy stone; the last to move wins."),
     SpielGame("pentago", "pentago", "Pentago: place a marble, then rotate a quadrant; five in a row wins."),
-    SpielGame("amazons", "amazons", "Game of the Amazons on 6x6: move a queen, then shoot an arrow to block a square."),
+    SpielGame("amazons", "amazons", "Game of the Amazons on 10x10: move a queen, then shoot an arrow to block a square."),
     SpielGame("nine_mens_morris", "nine_mens_morris", "Nine men's morris: form mills to remove the opponent's men."),
     SpielGame("lines_of_action", "lines_of_action", "Lines of action: connect all your pieces into one group."),
     SpielGame("backgammon", "backgammon", "Backgammon with seeded dice: bear off all 15 checkers first."),
     SpielGame("liars_dice", "liars_dice", "Liar's dice, one die each: bid on the dice or call liar."),
     SpielGame("leduc_poker", "leduc_poker", "Leduc poker: six cards, two betting rounds, one public card."),
-    SpielGame("goofspiel", "goofspiel", "Goofspiel with 5 cards: bid a card for each prize card (simultaneous, played turn by turn).",
+    SpielGame("goofspiel", "goofspiel", "Goofspiel, 5 cards: bid a card for each prize card (simultaneous, played turn by turn).",
               {"num_cards": 5}, turn_based=True),
     SpielGame("battleship", "battleship", "Battleship on 10x10 against a hidden fleet: place ships, then shoot."),
     SpielGame("phantom_ttt", "phantom_ttt", "Phantom tic-tac-toe: you do not see the opponent's marks until you hit one."),
