@@ -9,6 +9,7 @@ from typing import Any
 from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
 from ._spiel_games import GAMES as SPIEL_GAMES
+from ._textarena_games import TEXTARENA_GAMES
 
 __all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
 
@@ -254,4 +255,16 @@ for _game in SPIEL_GAMES.values():
         reward="the agent's pyspiel reward after its move and the replies (the game's return at the end)",
         dependencies=("open_spiel==2.0.2",), family=_SPIEL_FAMILY.get(_game.key, "board games"),
         extra="openspiel", modules=("pyspiel",), tags=("openspiel", "pyspiel", "game", "two-player"),
+    ))
+# -- TextArena (the [textarena] extra) -----------------------------------------------------------------
+for _ta in TEXTARENA_GAMES.values():
+    register(EnvSpec(
+        f"textarena/{_ta.key}",
+        "openenv_train.envs.textarena_games:TextArena"
+        + "".join(word.capitalize() for word in _ta.key.split("_")) + "Environment",
+        f"{_ta.blurb} (TextArena's {_ta.env_id}.)",
+        action='{"message": str} (the move in the game\'s bracket format)',
+        reward="TextArena's reward when the game ends (1.0 solved); 0.0 before",
+        dependencies=("textarena==0.7.4",), family=_ta.family, extra="textarena", modules=("textarena",),
+        tags=("textarena", "text", "puzzle", "single-player"),
     ))
