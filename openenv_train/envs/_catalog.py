@@ -268,3 +268,20 @@ for _ta in TEXTARENA_GAMES.values():
         dependencies=("textarena==0.7.4",), family=_ta.family, extra="textarena", modules=("textarena",),
         tags=("textarena", "text", "puzzle", "single-player"),
     ))
+# -- tool envs over MCP ----------------------------------------------------------------------------------
+register(EnvSpec(
+    "calendar", "openenv_train.envs.calendar_tools:CalendarEnvironment",
+    "Carry out a calendar or todo request (schedule, move, cancel, complete, add) with tools over SQLite.",
+    action='{"type": "call_tool", "tool_name": "list_events"|"find_free_slots"|"create_event"|"move_event"|'
+           '"delete_event"|"list_todos"|"add_todo"|"complete_todo"|"submit"|..., "arguments": {...}}',
+    reward="1.0 when submit finds the store meets the request, else 0.0; submit ends the episode",
+    family="tools", tags=("mcp", "tool-use", "sqlite"),
+))
+register(EnvSpec(
+    "mock_apis", "openenv_train.envs.mock_apis:MockAPIEnvironment",
+    "Answer a request by calling mock APIs (weather, currency, stocks, flights, messages), BFCL-style.",
+    action='{"type": "call_tool", "tool_name": "get_weather"|"convert_currency"|"get_stock_price"|'
+           '"search_flights"|"book_flight"|"send_message"|"submit_answer"|..., "arguments": {...}}',
+    reward="on submit_answer: share of the needed calls made with matching arguments, plus the answer",
+    family="tools", tags=("mcp", "tool-use", "function-calling"),
+))
