@@ -111,15 +111,29 @@ async def direct(env: str, duration: float) -> float:
 
 
 async def over_ws(env: str, url: str, sessions: int, duration: float) -> float:
-    """Steps/s with ``sessions`` concurrent clients of a running server."""
+    """Steps/s with ``sessions`` concurrent clients of a running server.
+
+    The clock starts once every session has connected and reset: on a loaded machine connecting 16
+    sessions can take longer than a short measurement, which would otherwise read as zero steps.
+    """
     counts = [0] * sessions
+    ready = asyncio.Event()
+    connected = 0
+    window: dict[str, float] = {}
 
     async def session(index: int) -> None:
+        nonlocal connected
         rng = random.Random(index)
         async with GenericEnvClient(url, reply_timeout_s=60) as client:
             seed = index * 1000
             obs = (await client.reset(seed=seed)).observation
-            while time.perf_counter() < deadline:
+            connected += 1
+            if connected == sessions:
+                window["start"] = time.perf_counter()
+                window["deadline"] = window["start"] + duration
+                ready.set()
+            await ready.wait()
+            while time.perf_counter() < window["deadline"]:
                 result = await client.step(next_action(env, obs, rng))
                 counts[index] += 1
                 obs = result.observation
@@ -127,10 +141,8 @@ async def over_ws(env: str, url: str, sessions: int, duration: float) -> float:
                     seed += 1
                     obs = (await client.reset(seed=seed)).observation
 
-    start = time.perf_counter()
-    deadline = start + duration
     await asyncio.gather(*(session(i) for i in range(sessions)))
-    return sum(counts) / (time.perf_counter() - start)
+    return sum(counts) / (time.perf_counter() - window["start"])
 
 
 async def measure(env: str, duration: float) -> dict[str, float]:

@@ -39,7 +39,8 @@ class Bar:
 
 
 def _business_days(count: int) -> list[str]:
-    days, day = [], START_DATE
+    days: list[str] = []
+    day = START_DATE
     while len(days) < count:
         if day.weekday() < 5:
             days.append(day.isoformat())
