@@ -6,6 +6,7 @@ import contextlib
 import io
 import random
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from importlib import resources
@@ -28,11 +29,15 @@ def _textarena() -> Any:
     return textarena
 
 
+#: Held while a game runs on its own random streams: the server runs these envs in worker threads.
+_GLOBAL_RANDOM = threading.Lock()
+
+
 class _RandomStreams:
     """The game's own copy of the global ``random`` and ``numpy.random`` states.
 
     TextArena games draw from the process-wide generators; swapping a per-episode copy in
-    around each call keeps one session's episode independent of every other session's.
+    around each call (under one lock) keeps one session's episode independent of every other's.
     """
 
     def __init__(self) -> None:
@@ -44,17 +49,18 @@ class _RandomStreams:
         """Run the block on the game's streams; some games also print progress, which is dropped."""
         import numpy as np
 
-        outer_py, outer_np = random.getstate(), np.random.get_state()
-        if self._py is not None:
-            random.setstate(self._py)
-            np.random.set_state(self._np)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                yield
-        finally:
-            self._py, self._np = random.getstate(), np.random.get_state()
-            random.setstate(outer_py)
-            np.random.set_state(outer_np)
+        with _GLOBAL_RANDOM:
+            outer_py, outer_np = random.getstate(), np.random.get_state()
+            if self._py is not None:
+                random.setstate(self._py)
+                np.random.set_state(self._np)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    yield
+            finally:
+                self._py, self._np = random.getstate(), np.random.get_state()
+                random.setstate(outer_py)
+                np.random.set_state(outer_np)
 
 
 class TextArenaEnvironment(Environment[TextArenaAction, TextArenaObservation, TextArenaState]):
@@ -69,6 +75,8 @@ class TextArenaEnvironment(Environment[TextArenaAction, TextArenaObservation, Te
     observation_type = TextArenaObservation
     state_type = TextArenaState
     game: ClassVar[TextArenaGame]
+    # The first reset imports textarena (seconds) and Sokoban builds rooms by search: off the event loop.
+    blocking = True
 
     def __init__(self) -> None:
         self._env: Any = None
