@@ -186,3 +186,25 @@ def solve(step: Callable[[str], Obs], first: Obs, solver: Solver, max_steps: int
         except StopIteration:
             raise AssertionError(f"solver finished but the episode did not end:\n{obs['axtree_txt']}") from None
     raise AssertionError("too many steps")
+
+
+def require_browser() -> None:
+    """Skip where Chromium, chromedriver, selenium or miniwob is missing; fail instead when CI requires them."""
+    import importlib.util
+    import os
+
+    import pytest
+
+    missing = None
+    for variable, path in (("OPENENV_TRAIN_CHROMIUM", "/usr/bin/chromium"),
+                           ("OPENENV_TRAIN_CHROMEDRIVER", "/usr/bin/chromedriver")):
+        path = os.environ.get(variable, path)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            missing = f"{path} not found: apt-get install -y chromium chromium-driver"
+    for module in ("selenium", "miniwob"):
+        if importlib.util.find_spec(module) is None:
+            missing = f"{module} is not installed: pip install 'openenv-train[browser]'"
+    if missing:
+        if os.environ.get("OPENENV_TRAIN_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"OPENENV_TRAIN_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)

@@ -90,6 +90,8 @@ class BrowserEnvironment(Environment[BrowserAction, BrowserObservation, BrowserS
         url = f"{browser.base_url}miniwob/{chosen}.html"
 
         def load(driver: Any) -> None:
+            # every tab acts as the focused one (as Playwright does), else focus events skip background tabs
+            driver.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
             driver.get(url)
             driver.execute_script(_START, seed, EPISODE_MAX_TIME_MS)
 

@@ -14,8 +14,7 @@ __all__ = ["SOLVABLE_TASKS", "check_task", "task_names"]
 SOLVABLE_TASKS: tuple[str, ...] = (
     "click-button", "click-button-sequence", "click-checkboxes", "click-link", "click-option", "click-tab",
     "click-dialog", "click-collapsible", "enter-text", "enter-text-2", "enter-password", "login-user",
-    "choose-list", "focus-text", "focus-text-2", "navigate-tree", "use-autocomplete", "email-inbox",
-    "social-media", "search-engine", "book-flight",
+    "choose-list", "focus-text", "focus-text-2", "navigate-tree", "use-autocomplete",
 )
 
 
