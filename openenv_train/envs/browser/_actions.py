@@ -113,7 +113,8 @@ def _keys(key_comb: str) -> str:
         if named is None and len(part) != 1:
             raise ActionError(f"unknown key {part!r} in {key_comb!r}: use Enter, Tab, ArrowDown, Control+a, ...")
         parts.append(getattr(Keys, named) if named else part)
-    return Keys.chord(*parts) if len(parts) > 1 else parts[0]
+    # WebDriver holds modifier keys down until NULL: "Control+a" is CONTROL, "a", NULL
+    return "".join(parts) + Keys.NULL if len(parts) > 1 else parts[0]
 
 
 def perform(driver: Any, action: ParsedAction) -> None:

@@ -19,10 +19,10 @@ for (const el of document.querySelectorAll('*')) {
   if (!el.hasAttribute('bid')) el.setAttribute('bid', String(next++));
   const old = el.getAttribute('aria-description');
   el.__oetDesc = old;
-  el.setAttribute('aria-description', '%s' + el.getAttribute('bid') + (old ? ' ' + old : ''));
+  el.setAttribute('aria-description', 'PREFIX' + el.getAttribute('bid') + (old ? ' ' + old : ''));
 }
 window.__oetNextBid = next;
-""" % _PREFIX
+""".replace("PREFIX", _PREFIX)
 _UNMARK = """
 for (const el of document.querySelectorAll('*')) {
   if (el.__oetDesc === null || el.__oetDesc === undefined) el.removeAttribute('aria-description');
@@ -121,7 +121,10 @@ function walk(el) {
   if (style.display === 'none' || style.visibility === 'hidden') return '';
   let inner = '';
   for (const child of el.childNodes) {
-    if (child.nodeType === 3) { const t = child.textContent.replace(/\s+/g, ' ').trim(); if (t) inner += (inner ? ' ' : '') + esc(t); }
+    if (child.nodeType === 3) {
+      const t = child.textContent.replace(/\s+/g, ' ').trim();
+      if (t) inner += (inner ? ' ' : '') + esc(t);
+    }
     else if (child.nodeType === 1) { const w = walk(child); if (w) inner += (inner ? ' ' : '') + w; }
   }
   const tag = el.tagName.toLowerCase();
