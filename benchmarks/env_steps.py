@@ -19,6 +19,7 @@ import asyncio
 import inspect
 import json
 import random
+import re
 import time
 from typing import Any
 
@@ -29,6 +30,8 @@ from openenv_train.envs import list_envs, load_env_class
 
 WORDS = ["crane", "slate", "pious", "dough", "brick", "lymph"]
 DIRECTIONS = ["up", "down", "left", "right"]
+#: Of the per-task browser/<task> entries, the default run measures these two (each drives a real Chromium).
+BROWSER_TASKS = ("browser/click-button", "browser/login-user")
 
 
 def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -49,6 +52,12 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"delta": 1}
     if env == "echo":
         return {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}}
+    if env.startswith("browser"):  # click a random element of the page, or type into it
+        bids = re.findall(r"\[(\d+)\] (\w+)", obs.get("axtree_txt", ""))
+        if not bids:
+            return {"action_str": "noop()"}
+        bid, role = rng.choice(bids)
+        return {"action_str": f"fill('{bid}', 'abc')" if role == "textbox" else f"click('{bid}')"}
     if env == "sql_tools":
         return {"type": "call_tool", "tool_name": "list_tables", "arguments": {}}
     return {}
@@ -118,7 +127,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
-    names = args.env or [spec.name for spec in list_envs()]
+    names = args.env or [spec.name for spec in list_envs()
+                         if not spec.name.startswith("browser/") or spec.name in BROWSER_TASKS]
     results: dict[str, dict[str, float]] = {}
     print(f"{'env':<14}{'direct':>12}{'ws-1':>10}{'ws-16':>10}{'ws-16/direct':>14}")
     for name in names:
