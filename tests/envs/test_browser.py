@@ -191,3 +191,14 @@ def test_a_killed_browser_is_restarted_and_the_session_told(env: Any, server: tu
     first = session.reset(task="click-button", seed=4)  # a fresh browser, a fresh tab
     assert solve(session.step, first, SOLVERS["click-button"])["reward"] == 1.0
     assert _chromium_pid(server[1].pid) != old
+
+
+def test_a_killed_env_server_leaves_no_browser_behind(server: tuple[str, subprocess.Popen[bytes]]) -> None:
+    # runs last: it kills the module's server
+    browser = _chromium_pid(server[1].pid)
+    server[1].kill()
+    server[1].wait(30)
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{browser}").exists() and "Z" not in Path(f"/proc/{browser}/stat").read_text().rsplit(")", 1)[1][:3]:
+        assert time.monotonic() < deadline, f"chromium {browser} outlived its env server"
+        time.sleep(0.1)

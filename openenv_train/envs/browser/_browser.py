@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +28,9 @@ CHROMEDRIVER = os.environ.get("OPENENV_TRAIN_CHROMEDRIVER", "/usr/bin/chromedriv
 MAX_TABS = int(os.environ.get("OPENENV_TRAIN_BROWSER_MAX_TABS", "32"))
 _ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-dev-shm-usage", "--disable-extensions", "--mute-audio", "--window-size=500,500",
-         "--renderer-process-limit=4", "--js-flags=--max-old-space-size=128")
+         "--renderer-process-limit=4", "--js-flags=--max-old-space-size=128",
+         # over a pipe, not a port: the browser exits when chromedriver does (no orphan after a kill -9)
+         "--remote-debugging-pipe")
 
 
 class BrowserUnavailable(RuntimeError):
@@ -53,6 +57,15 @@ def _check_binaries() -> None:
                 f"{path} not found: install Debian's {package} (apt-get install -y chromium chromium-driver) "
                 "or point OPENENV_TRAIN_CHROMIUM / OPENENV_TRAIN_CHROMEDRIVER at them"
             )
+
+
+def _die_with_parent() -> None:
+    # chromedriver gets SIGKILL when the thread that started it (and so the env server) dies; the
+    # browser, on a pipe to chromedriver, then exits too
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -100,7 +113,8 @@ class BrowserHost:
         options.binary_location = CHROMIUM
         for arg in _ARGS:
             options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        service = Service(CHROMEDRIVER, popen_kw={"preexec_fn": _die_with_parent})
+        driver = webdriver.Chrome(service=service, options=options)
         driver.set_page_load_timeout(30)
         driver.set_script_timeout(10)
         self._generation += 1
