@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openenv.core import GenericEnvClient as OpenEnvGenericClient  # heavy: imported at collection, not in a test
 
 from openenv_train.client import GenericEnvClient
 from openenv_train.envs import list_envs
@@ -136,8 +137,6 @@ def test_screenshot_is_opt_in_and_rendered_for_people(env: Any) -> None:
 
 
 def test_openenv_generic_client_solves_a_task(server: tuple[str, subprocess.Popen[bytes]]) -> None:
-    from openenv.core import GenericEnvClient as OpenEnvGenericClient
-
     with OpenEnvGenericClient(base_url=server[0]).sync() as client:
         result = client.reset(task_name="login-user", seed=3)  # browsergym_env's spelling of the option
         obs: Obs = {**result.observation, "done": result.done, "reward": result.reward}
