@@ -19,6 +19,7 @@ import asyncio
 import inspect
 import json
 import random
+import re
 import time
 from typing import Any
 
@@ -49,6 +50,9 @@ MOCK_CALLS = [("get_weather", {"city": "paris", "date": "2026-05-05"}),
 def _tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "call_tool", "tool_name": name, "arguments": arguments}
 
+#: Of the per-task browser/<task> entries, the default run measures these two (each drives a real Chromium).
+BROWSER_TASKS = ("browser/click-button", "browser/login-user")
+
 
 def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     """A valid action for ``env`` given its last observation (a cheap scripted policy)."""
@@ -68,6 +72,12 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"delta": 1}
     if env == "echo":
         return {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}}
+    if env.startswith("browser"):  # click a random element of the page, or type into it
+        bids = re.findall(r"\[(\d+)\] (\w+)", obs.get("axtree_txt", ""))
+        if not bids:
+            return {"action_str": "noop()"}
+        bid, role = rng.choice(bids)
+        return {"action_str": f"fill('{bid}', 'abc')" if role == "textbox" else f"click('{bid}')"}
     if env == "sql_tools":
         return _tool("list_tables", {})
     if env.startswith("textarena/"):
@@ -163,7 +173,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per measurement")
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
-    names = args.env or [spec.name for spec in list_envs()]
+    names = args.env or [spec.name for spec in list_envs()
+                         if not spec.name.startswith("browser/") or spec.name in BROWSER_TASKS]
     results: dict[str, dict[str, float]] = {}
     print(f"{'env':<28}{'direct':>12}{'ws-1':>10}{'ws-16':>10}{'ws-16/direct':>14}")
     for name in names:

@@ -298,3 +298,25 @@ register(EnvSpec(
     reward="on submit_answer: share of the needed calls made with matching arguments, plus the answer",
     family="tools", tags=("mcp", "tool-use", "function-calling"),
 ))
+# -- browser navigation (MiniWoB++ in headless Chromium) -------------------------------------------------
+_BROWSER_ACTION = ('{"action_str": str}  (BrowserGym actions: click(\'13\'), fill(\'7\', \'text\'), '
+                   'select_option(bid, opt), press(bid, key), check/uncheck(bid), scroll(dx, dy), noop())')
+_BROWSER_REWARD = "MiniWoB's raw reward when the task ends (1.0 success, -1.0 failure, partial on some), else 0.0"
+_BROWSER_DEPS = ("miniwob>=1.1,<2", "selenium>=4.20", "Debian chromium + chromium-driver")
+register(EnvSpec(
+    "browser", "openenv_train.envs.browser:BrowserEnvironment",
+    "A MiniWoB++ web task (drawn by seed from the 17 below) in a real headless Chromium; wire-compatible with "
+    "OpenEnv's browsergym_env.",
+    action=_BROWSER_ACTION, reward=_BROWSER_REWARD, dependencies=_BROWSER_DEPS, family="browser", extra="browser",
+    modules=("miniwob", "selenium"), tags=("browser", "web", "miniwob"),
+))
+for _task in ("click-button", "click-button-sequence", "click-checkboxes", "click-link", "click-option", "click-tab",
+              "click-dialog", "click-collapsible", "enter-text", "enter-text-2", "enter-password", "login-user",
+              "choose-list", "focus-text", "focus-text-2", "navigate-tree", "use-autocomplete"):
+    _cls = "".join(part.capitalize() for part in _task.split("-")) + "BrowserEnvironment"
+    register(EnvSpec(
+        f"browser/{_task}", f"openenv_train.envs.browser:{_cls}",
+        f"The MiniWoB++ task {_task} in a real headless Chromium (the browser env with this task).",
+        action=_BROWSER_ACTION, reward=_BROWSER_REWARD, dependencies=_BROWSER_DEPS, family="browser",
+        extra="browser", modules=("miniwob", "selenium"), tags=("browser", "web", "miniwob"),
+    ))

@@ -22,6 +22,10 @@ def _skip_without_sandbox(name: str) -> None:
         from tests.sandbox.conftest import require_sandbox
 
         require_sandbox()
+    if "browser" in get_spec(name).tags:
+        from tests.envs._browser_solvers import require_browser
+
+        require_browser()
 
 
 def _sample_action(env_cls: type[Environment[Any, Any, Any]]) -> dict[str, Any]:
