@@ -160,6 +160,8 @@ async def measure(env: str, duration: float) -> dict[str, float]:
     provider = LocalProcessProvider(env, max_sessions=64)
     endpoint = await provider.start()
     try:
+        async with GenericEnvClient(endpoint.base_url, reply_timeout_s=120) as warm:
+            await warm.reset(seed=0)  # untimed: a first reset may start heavy parts (the browser env's Chromium)
         for sessions in (1, 16):
             row[f"ws-{sessions}"] = await over_ws(env, endpoint.base_url, sessions, duration)
     finally:
