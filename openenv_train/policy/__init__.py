@@ -11,6 +11,7 @@
 Importing this package does not import torch or transformers; the backends load them when built.
 """
 
+from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
 from ._endpoint import EndpointConfig, PolicyServer
 from ._errors import (
     AuthenticationFailed,
@@ -54,9 +55,12 @@ __all__ = [
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",
+    "build_char_tokenizer",
     "build_tiny_model",
     "build_tiny_tokenizer",
     "completion_json",
+    "encode_char_chat",
+    "is_char_tokenizer",
     "normalise_messages",
     "parse_chat_request",
     "parse_tool_calls",

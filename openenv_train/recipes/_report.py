@@ -54,21 +54,23 @@ def _difference(after: dict[str, Any], before: dict[str, Any], metric: str, resa
 
 
 def write_summary(out: Path, evals: Mapping[str, dict[str, Any]], *, order: Sequence[str], metric: str,
-                  labels: Mapping[str, str], extra: Mapping[str, Any], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+                  labels: Mapping[str, str], extra: Mapping[str, Any], resamples: int = 2000, seed: int = 0,
+                  also: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``summary.json`` and ``summary.md`` for the evaluations in ``evals`` (keyed by phase).
 
     ``improvement`` is the paired difference of ``metric`` between the last and the first phase of ``order``;
-    every later phase is also compared with the one before it.
+    every later phase is also compared with the one before it. Phases in ``also`` are shown, not compared.
     """
     phases = [p for p in order if p in evals]
-    summary: dict[str, Any] = {"metric": metric, "phases": {p: evals[p]["metrics"] for p in phases}, **extra}
+    shown = phases + [p for p in also if p in evals]
+    summary: dict[str, Any] = {"metric": metric, "phases": {p: evals[p]["metrics"] for p in shown}, **extra}
     if len(phases) >= 2:
         summary["improvement"] = {"from": phases[0], "to": phases[-1],
                                   **_difference(evals[phases[-1]], evals[phases[0]], metric, resamples, seed)}
         summary["steps"] = {f"{b}->{a}": _difference(evals[a], evals[b], metric, resamples, seed)
                             for b, a in zip(phases, phases[1:], strict=False)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(_markdown(summary, phases, labels))
+    (out / "summary.md").write_text(_markdown(summary, shown, labels))
     return summary
 
 
