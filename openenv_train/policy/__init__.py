@@ -28,7 +28,7 @@ from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request
 from ._scripted import FixedSampling, ScriptedBackend
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
-from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
+from ._types import ChatChoice, ChatRequest, ChatResult, Constraint, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "ChatChoice",
     "ChatRequest",
     "ChatResult",
+    "Constraint",
     "ContextLengthExceeded",
     "Continuation",
     "EndpointConfig",

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ._errors import InvalidRequest
 from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend
 
 __all__ = ["FixedSampling", "ScriptedBackend"]
@@ -39,7 +40,16 @@ class ScriptedBackend:
         return self._model_id
 
     async def chat(self, request: ChatRequest) -> ChatResult:
-        """Answer with ``reply(messages)`` (``n`` identical choices)."""
+        """Answer with ``reply(messages)`` (``n`` identical choices).
+
+        Raises:
+            InvalidRequest: the request asks for constrained decoding, which a script cannot honour.
+        """
+        if request.constraint is not None:
+            raise InvalidRequest(
+                f"'{request.constraint.field}' asks for constrained decoding, which the scripted backend cannot "
+                "enforce (its replies come from a script, not a model); drop the constraint for scripted policies",
+                param=request.constraint.field.partition(".")[0])
         text = self.reply(request.messages)
         prompt_ids: list[int] | None = None
         completion: list[int] | None = None
