@@ -14,7 +14,10 @@ from typing import Any
 from ._errors import InvalidRequest
 from ._types import Constraint
 
-__all__ = ["UNSUPPORTED_LOCALLY", "parse_constraint", "unsupported_locally"]
+__all__ = ["CONSTRAINT_FIELDS", "UNSUPPORTED_LOCALLY", "parse_constraint", "unsupported_locally"]
+
+#: The body fields that carry a decoding constraint.
+CONSTRAINT_FIELDS = ("guided_choice", "guided_regex", "guided_json", "guided_grammar", "structured_outputs")
 
 #: Structured-output fields a local model cannot enforce (only choice and regex are implemented).
 UNSUPPORTED_LOCALLY = ("guided_json", "guided_grammar", "structured_outputs.json", "structured_outputs.grammar",

@@ -26,7 +26,7 @@ from ._types import Constraint
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ChoiceGuide", "Guide", "GuideCache", "RegexGuide"]
+__all__ = ["ChoiceGuide", "ExcludingGuide", "Guide", "GuideCache", "RegexGuide"]
 
 #: The state of a row that has produced the end token.
 DONE = -1
@@ -69,6 +69,7 @@ class ChoiceGuide(Guide):
                 node = nxt
             self.terminal[node] = True
         self._allowed: list[torch.Tensor | None] = [None] * len(self.children)
+        self._counts: list[int] | None = None
 
     def start(self) -> int:
         return 0
@@ -85,6 +86,54 @@ class ChoiceGuide(Guide):
 
     def advance(self, state: int, token: int) -> int:
         return DONE if token == self.end_id else self.children[state][token]
+
+    def subtree_counts(self) -> list[int]:
+        """Complete sequences under each node (computed once; children are numbered after their parents)."""
+        if self._counts is None:
+            counts = [int(t) for t in self.terminal]
+            for node in range(len(self.children) - 1, -1, -1):
+                counts[node] += sum(counts[child] for child in self.children[node].values())
+            self._counts = counts
+        return self._counts
+
+
+class ExcludingGuide(Guide):
+    """A cached :class:`ChoiceGuide` less a few of its sequences (a choice list that drops words already played):
+    only the nodes on the dropped sequences' paths get new allowed ids, so no trie is rebuilt per request."""
+
+    def __init__(self, base: ChoiceGuide, dropped: list[list[int]]) -> None:
+        self.base, self.end_id = base, base.end_id
+        counts = base.subtree_counts()
+        self._left: dict[int, int] = {}  # node -> choices left under it, for nodes on a dropped path
+        self._dead: set[int] = set()  # nodes where a dropped choice ends
+        for seq in dropped:
+            node = 0
+            for token in seq:
+                self._left[node] = self._left.get(node, counts[node]) - 1
+                node = base.children[node][token]
+            self._left[node] = self._left.get(node, counts[node]) - 1
+            self._dead.add(node)
+        self._counts = counts
+        self._allowed: dict[int, torch.Tensor] = {}
+
+    def start(self) -> int:
+        return 0
+
+    def allowed(self, state: int) -> torch.Tensor:
+        if state not in self._left:
+            return self.base.allowed(state)
+        ids = self._allowed.get(state)
+        if ids is None:
+            import torch
+
+            ok = [t for t, child in self.base.children[state].items() if self._left.get(child, self._counts[child]) > 0]
+            if self.base.terminal[state] and state not in self._dead:
+                ok.append(self.end_id)
+            ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
+        return ids
+
+    def advance(self, state: int, token: int) -> int:
+        return self.base.advance(state, token)
 
 
 class RegexGuide(Guide):
@@ -143,14 +192,30 @@ class GuideCache:
         key: Any = ("choice", frozenset(constraint.choices)) if constraint.choices is not None \
             else ("regex", constraint.regex)
         guide = self._guides.get(key)
-        if guide is None:
-            guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
-            self._guides[key] = guide
-            if len(self._guides) > self.max_guides:
-                self._guides.popitem(last=False)
-        else:
+        if guide is not None:
             self._guides.move_to_end(key)
+            return guide
+        if constraint.choices is not None:
+            guide = self._subset(key[1])  # not cached: cheap to make, and it would crowd out the full lists
+            if guide is not None:
+                return guide
+        guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
+        self._guides[key] = guide
+        if len(self._guides) > self.max_guides:
+            self._guides.popitem(last=False)
         return guide
+
+    def _subset(self, choices: frozenset[str], most_dropped: int = 64) -> Guide | None:
+        """A cached choice guide less a few choices (a caller that drops words already played from one list)."""
+        for key, guide in reversed(self._guides.items()):
+            if (key[0] == "choice" and isinstance(guide, ChoiceGuide) and len(choices) < len(key[1])
+                    <= len(choices) + most_dropped and choices <= key[1]):
+                dropped = [self._ids.get(c) for c in key[1] - choices]
+                if any(ids is None for ids in dropped):
+                    continue  # the string cache was cleared since: build the list afresh
+                self._guides.move_to_end(key)
+                return ExcludingGuide(guide, dropped)  # type: ignore[arg-type]
+        return None
 
     def _choices(self, constraint: Constraint) -> ChoiceGuide:
         choices = list(dict.fromkeys(constraint.choices or ()))
