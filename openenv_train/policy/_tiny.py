@@ -176,8 +176,8 @@ def build_tiny_model(
     pad_id, eos_id = tok.pad_token_id, tok.eos_token_id
     # transformers loads any qwen2 checkpoint with Qwen2's byte-level tokenizer class; the character tokenizer
     # goes with the same transformer under the llama name, whose checkpoints keep the tokenizer they were saved with
-    config_type, model_type = (LlamaConfig, LlamaForCausalLM) if sizes.tokenizer == "char" else (Qwen2Config,
-                                                                                                 Qwen2ForCausalLM)
+    config_type: Any = LlamaConfig if sizes.tokenizer == "char" else Qwen2Config
+    model_type: Any = LlamaForCausalLM if sizes.tokenizer == "char" else Qwen2ForCausalLM
     config = config_type(
         vocab_size=len(tok),
         hidden_size=sizes.hidden_size,

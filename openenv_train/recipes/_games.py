@@ -45,7 +45,8 @@ class WordleGames:
                               max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
                               ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
                               sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
-        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=WordleAgent(cfg.constrained, cfg.env.system_prompt),
+        agent = WordleAgent(cfg.constrained, cfg.env.system_prompt)
+        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=agent,
                                 config=pool_cfg, writer=self.writer, capture=self.capture).start()
 
     def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:

@@ -55,11 +55,21 @@ class ConsistentTeacher:
         self.words = list(words)
         self._index = {w: i for i, w in enumerate(self.words)}
         letters = np.array([[ord(c) - 97 for c in w] for w in self.words], dtype=np.int8)
-        self._table = _table(letters)
+        self.table = _table(letters)
+        """Feedback codes, ``table[guess index, secret index]`` (see :meth:`code`)."""
+
+    def index(self, word: str) -> int:
+        """The position of ``word`` in ``words``."""
+        return self._index[word]
+
+    @staticmethod
+    def code(marks: str) -> int:
+        """A feedback string as its code in :attr:`table` (base 3: G=2, Y=1, X=0, first letter most significant)."""
+        return sum("XYG".index(m) * 3 ** (4 - k) for k, m in enumerate(marks))
 
     def marks(self, guess: str, secret: str) -> str:
         """The feedback string of ``guess`` for ``secret`` (both in ``words``), e.g. ``'XYXXG'``."""
-        code = int(self._table[self._index[guess], self._index[secret]])
+        code = int(self.table[self._index[guess], self._index[secret]])
         return "".join("XYG"[(code // 3 ** (4 - k)) % 3] for k in range(5))
 
     def play(self, secret: str, rng: random.Random, max_guesses: int = 6) -> list[tuple[str, str]]:
@@ -71,9 +81,9 @@ class ConsistentTeacher:
         history: list[tuple[str, str]] = []
         for _ in range(max_guesses):
             guess = int(candidates[rng.randrange(len(candidates))])
-            code = self._table[guess, target]
+            code = self.table[guess, target]
             history.append((self.words[guess], self.marks(self.words[guess], secret)))
             if guess == target:
                 break
-            candidates = candidates[self._table[guess, candidates] == code]
+            candidates = candidates[self.table[guess, candidates] == code]
         return history

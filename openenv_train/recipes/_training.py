@@ -70,6 +70,9 @@ class SFTSection:
     """Keep only episodes scored at least this (sft_from_traces)."""
     budget_s: float | None = None
     """Wall-time limit of the phase: training stops cleanly at it, the cosine schedule runs over it; null: none."""
+    distill: bool = True
+    """The Wordle recipe with a character tokenizer: train on the teacher's next-letter distribution at every
+    letter, not only on the letter it drew (the same objective, far less noise); false: on the drawn words."""
 
     def __post_init__(self) -> None:
         if self.epochs <= 0 or self.learning_rate <= 0 or self.batch_size < 1:
@@ -134,40 +137,43 @@ def quiet_trainer(trainer: Any, verbose: bool) -> Any:
 
 def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, output_dir: Path, *,
               metrics: MetricsLog | None = None, seed: int = 0, show_progress: bool = True,
-              callbacks: Sequence[Any] = (), budget: Budget | None = None, verbose: bool = False) -> Any:
+              callbacks: Sequence[Any] = (), budget: Budget | None = None, verbose: bool = False,
+              collator: Any = None, trainer_class: Any = None) -> Any:
     """Fine-tune ``model`` on ``dataset`` and save it to ``output_dir``; returns it.
 
-    ``dataset`` has a ``messages`` column (TRL renders it with the chat template), or ``input_ids`` and
-    ``labels`` (-100 where no loss) already, used as they are. With ``budget`` the learning rate follows a cosine over the
-    budget's wall time and training stops cleanly when it is spent.
+    ``dataset`` has a ``messages`` column (TRL renders it with the chat template), or rows that ``collator`` turns
+    into batches (with ``trainer_class``, an ``SFTTrainer`` subclass with its own loss). With ``budget`` the
+    learning rate follows a cosine over the budget's wall time and training stops cleanly when it is spent.
     """
     import torch
     from trl import SFTConfig, SFTTrainer
 
     if len(dataset) == 0:
         raise ValueError("no conversations to train on: every episode was filtered out (check min_reward / ok)")
-    tokenized = "input_ids" in dataset.column_names
-    dataset = dataset.select_columns(["input_ids", "labels"] if tokenized else ["messages"])
+    tokenized = collator is not None
+    if not tokenized:
+        dataset = dataset.select_columns(["messages"])
     gpu = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(output_dir / "trainer"), num_train_epochs=section.epochs,
                      per_device_train_batch_size=section.batch_size, learning_rate=section.learning_rate,
                      lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=10,
                      save_strategy="no", report_to=[], assistant_only_loss=not tokenized,
                      max_length=section.max_length, use_cpu=not gpu, seed=seed, **cpu_settings(gpu),
-                     disable_tqdm=not (show_progress and verbose),
+                     disable_tqdm=not (show_progress and verbose), remove_unused_columns=not tokenized,
                      dataset_kwargs={"skip_prepare_dataset": True} if tokenized else None)
     extra = [log_callback(metrics, "sft")] if metrics is not None else []
     optimizers: tuple[Any, Any] = (None, None)
     holder: dict[str, Any] = {}
     if budget is not None:
         optimizer = torch.optim.AdamW(model.parameters(), lr=section.learning_rate, weight_decay=0.01,
-                                      betas=(0.9, 0.98))
+                                      betas=(0.9, 0.98), fused=not gpu)
         # the step limit is known once the trainer is built; the schedule follows it or the clock, whichever leads
         schedule = cosine_over_budget(optimizer, budget, step_fraction=lambda: (
             holder["t"].state.global_step / max(1, holder["t"].state.max_steps or 1)) if "t" in holder else 0.0)
         optimizers = (optimizer, schedule)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=[*extra, *callbacks], optimizers=optimizers)
+    trainer = (trainer_class or SFTTrainer)(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                            data_collator=collator, callbacks=[*extra, *callbacks],
+                                            optimizers=optimizers)
     holder["t"] = trainer
     quiet_trainer(trainer, verbose)
     trainer.train()

@@ -2,9 +2,11 @@
 
 The env's own observation repeats the whole TextArena transcript every turn; a small model learns faster from a
 short chat: the model answers with the bare word (``crane``) and the next user message is its five marks
-(``XYXXG``: one per letter of the guess just above it), so mark i sits a fixed distance after letter i. A game is
-about 60 character tokens, and there is no system prompt unless one is configured (a pretrained model wants
-the rules: ``env.system_prompt``). It reads the typed fields of our server and the transcript of OpenEnv's TextArena
+(``XYXXG``: one per letter of the guess just above it) followed by the board as a player sees it on Wordle's
+keyboard: the letters known in place, the letters known to be in the word, and the letters known not to be
+(``XYXXG ....e +ae -crn``). That summary is a function of the marks alone (nothing in it knows the secret or the
+word list); it saves a small model from having to collect the marks of every earlier turn itself. There is no
+system prompt unless one is configured (a pretrained model wants the rules: ``env.system_prompt``). It reads the typed fields of our server and the transcript of OpenEnv's TextArena
 server alike, so ``--env-url`` works with both.
 
 With ``constrained=True`` each request carries ``guided_choice``: the valid-guess list less the words already
@@ -22,7 +24,7 @@ from ..envs.wordle import feedback, valid_guesses
 from ..envs.wordle.solver import history_from_transcript
 from ..harbor import TraceRow
 
-__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "consistent", "game_metrics", "render_turn",
+__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "board", "consistent", "game_metrics", "render_turn",
            "teacher_conversation", "wordle_history"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
@@ -61,12 +63,32 @@ def _invalid_reason(fields: Mapping[str, Any]) -> str | None:
     return found.group(1).strip() or "invalid move" if found else None
 
 
+def board(history: Sequence[tuple[str, str]]) -> str:
+    """The marks of the latest guess and the keyboard so far: letters in place, in the word, not in the word.
+
+    >>> board([("raise", "XYXXG"), ("alone", "YXXXG")])
+    'YXXXG ....e +ae -ilnors'
+    """
+    placed = ["."] * 5
+    present: set[str] = set()
+    seen: set[str] = set()
+    for guess, marks in history:
+        for i, (letter, mark) in enumerate(zip(guess, marks, strict=True)):
+            seen.add(letter)
+            if mark != "X":
+                present.add(letter)
+            if mark == "G":
+                placed[i] = letter
+    absent = "".join(sorted(seen - present))
+    return f"{history[-1][1]} {''.join(placed)} +{''.join(sorted(present))} -{absent}"
+
+
 def render_turn(observation: Any) -> str:
-    """The user message for one turn: the first-turn prompt, the marks of the latest guess, or why a guess was
-    refused.
+    """The user message for one turn: the first-turn prompt, the :func:`board` after the latest guess, or why a
+    guess was refused.
 
     >>> render_turn({"guesses": ["raise"], "feedback": ["XYXXG"], "remaining_guesses": 5, "invalid_move": None})
-    'XYXXG'
+    'XYXXG ....e +ae -irs'
     """
     fields = _fields(observation)
     reason = _invalid_reason(fields)
@@ -75,7 +97,7 @@ def render_turn(observation: Any) -> str:
     history = wordle_history(fields)
     if not history:
         return FIRST_TURN
-    return history[-1][1]
+    return board(history)
 
 
 def _opening(system_prompt: str | None) -> list[dict[str, str]]:
@@ -86,13 +108,13 @@ def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str 
     """The chat :class:`WordleAgent` would have had with a player who made these (guess, marks) moves.
 
     >>> [m["content"] for m in teacher_conversation([("raise", "XYXXG"), ("crane", "GGGGG")])]
-    ['go', 'raise', 'XYXXG', 'crane']
+    ['go', 'raise', 'XYXXG ....e +ae -irs', 'crane']
     """
     messages = [*_opening(system_prompt), {"role": "user", "content": FIRST_TURN}]
     for i, (guess, marks) in enumerate(history):
         messages.append({"role": "assistant", "content": guess})
         if marks != "GGGGG" and i + 1 < len(history):
-            messages.append({"role": "user", "content": marks})
+            messages.append({"role": "user", "content": board(history[:i + 1])})
     return messages
 
 
@@ -125,7 +147,7 @@ class WordleAgent:
 def consistent(guess: str, history: Sequence[tuple[str, str]]) -> bool:
     """Whether ``guess`` could be the secret given every (guess, marks) pair so far.
 
-    >>> consistent("crane", [("raise", "XXXXG")]), consistent("crane", [("raise", "XGXXG")])
+    >>> consistent("crane", [("raise", "XXXXG")]), consistent("crane", [("raise", "YYXXG")])
     (False, True)
     """
     return all(feedback(g, guess) == marks for g, marks in history)
@@ -134,7 +156,8 @@ def consistent(guess: str, history: Sequence[tuple[str, str]]) -> bool:
 def game_metrics(row: TraceRow) -> dict[str, float]:
     """Per-game numbers: ``reward`` (the env's), ``win``, ``guesses`` (valid guesses made), ``greens``/``yellows``
     of the last valid guess, ``invalid_rate`` (refused guesses per model move) and ``consistent`` (share of valid
-    guesses after the first that fit all earlier marks; 1.0 for a game of one guess)."""
+    guesses after the first that fit all earlier marks; with fewer than two valid guesses, 1.0 for a win in one
+    and 0.0 otherwise)."""
     moves = [s for s in row.steps if s.action]
     invalid = sum(1 for s in moves if _invalid_reason(s.observation))
     history: list[tuple[str, str]] = []
@@ -152,4 +175,4 @@ def game_metrics(row: TraceRow) -> dict[str, float]:
     return {"reward": float(row.reward or 0.0), "win": float(won), "guesses": float(len(history)),
             "greens": float(marks.count("G")), "yellows": float(marks.count("Y")),
             "invalid_rate": invalid / len(moves) if moves else 1.0,
-            "consistent": fits / len(later) if len(later) else 1.0}
+            "consistent": fits / len(later) if len(later) else float(won)}

@@ -29,7 +29,8 @@ class PoolSection:
     """The Ray rollout pool."""
 
     num_actors: int = 2
-    sessions_per_actor: int = 16
+    sessions_per_actor: int = 50
+    """Concurrent games per actor: 2 x 50 plays a whole 100-secret evaluation in one wave."""
     ray_address: str | None = None
     """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
     ray_num_cpus: int | None = None

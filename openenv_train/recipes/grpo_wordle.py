@@ -81,39 +81,40 @@ def _evaluate(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[st
     return result
 
 
-def _teacher_dataset(tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig) -> Any:
-    """SFT rows from teacher games on ``secrets`` (never a held-out word), in the chat the model plays in."""
+def _teacher_data(tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig) -> tuple[Any, Any, Any]:
+    """Teacher games on ``secrets`` (never a held-out word) as (dataset, collator, trainer class): the teacher's
+    next-letter distributions for a character tokenizer, else the sampled conversations (TRL renders them)."""
     import datasets
 
     from ..envs.wordle import answers
-    from ..policy import encode_char_chat, is_char_tokenizer
+    from ..policy import is_char_tokenizer
+    from ._distill import DistillCollator, distill_trainer, games_dataset
     from ._teacher import ConsistentTeacher
     from ._wordle import teacher_conversation
 
     teacher = ConsistentTeacher(answers())  # held-out words may be guessed, never be the secret
     rng = random.Random(cfg.seed)
-    chats = [teacher_conversation(teacher.play(rng.choice(secrets), rng), cfg.env.system_prompt)
-             for _ in range(cfg.sft.episodes)]
-    if not is_char_tokenizer(tokenizer):  # any other chat template: TRL renders the conversations itself
-        return datasets.Dataset.from_dict({"messages": chats})
-    encoded = [encode_char_chat(tokenizer, chat) for chat in chats]
-    return datasets.Dataset.from_dict({"input_ids": [ids for ids, _ in encoded],
-                                       "labels": [[i if m else -100 for i, m in zip(ids, mask, strict=True)]
-                                                  for ids, mask in encoded]})
+    games = [teacher.play(rng.choice(secrets), rng) for _ in range(cfg.sft.episodes)]
+    if cfg.sft.distill and is_char_tokenizer(tokenizer):
+        return games_dataset(games), DistillCollator(tokenizer, teacher, cfg.env.system_prompt), distill_trainer()
+    chats = [teacher_conversation(game, cfg.env.system_prompt) for game in games]
+    return datasets.Dataset.from_dict({"messages": chats}), None, None
 
 
 def _sft(games: WordleGames, model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig, out: Path,
          state: RunState, metrics: MetricsLog) -> Any:
     start = time.perf_counter()
-    dataset = _teacher_dataset(tokenizer, secrets, cfg)
+    dataset, collator, trainer_class = _teacher_data(tokenizer, secrets, cfg)
     console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s (a random answer word "
-                  f"consistent with all marks so far; {len(set(secrets))} secrets, none held out)")
+                  f"consistent with all marks so far; {len(set(secrets))} secrets, none held out); targets: "
+                  f"{'the teacher next-letter distributions' if collator else 'the sampled words'}")
     budget = Budget(cfg.sft.budget_s or 1e9)
     line = PhaseLine(console, "SFT", budget, {"loss": "loss", "learning_rate": "lr"})
     with line if cfg.show_progress else _nothing():
         model = train_sft(model, tokenizer, dataset, cfg.sft, out / "checkpoints" / "sft", metrics=metrics,
                           seed=cfg.seed, show_progress=cfg.show_progress, verbose=cfg.verbose,
-                          callbacks=[budget_callback(budget, line)], budget=budget if cfg.sft.budget_s else None)
+                          callbacks=[budget_callback(budget, line)], budget=budget if cfg.sft.budget_s else None,
+                          collator=collator, trainer_class=trainer_class)
     console.print(f"SFT: {line.step} steps ({line.step * cfg.sft.batch_size} games) in {budget.elapsed:.0f}s"
                   + (f" [yellow]cut short by sft.budget_s={cfg.sft.budget_s:g}[/]" if budget.cut_short else ""))
     state.finish("sft", budgets={**state.data.get("budgets", {}),
@@ -308,6 +309,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries(verbose: bool) -> None:
+    """One line per phase on the console: no per-save progress bars, no notices about TRL's experimental API or
+    renamed arguments (``--verbose`` keeps them)."""
+    import os
+    import warnings
+
+    if verbose:
+        return
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
     parser = _parser()
@@ -329,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING)
+    _quiet_libraries(cfg.verbose)
     try:
         summary = run(cfg, resume=bool(args.resume))
     except (ValueError, GamesFailed) as exc:

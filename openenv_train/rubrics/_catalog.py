@@ -86,12 +86,15 @@ def wordle_speed(row: TraceRow) -> float | None:
 
 
 def wordle_consistent(row: TraceRow) -> float | None:
-    """The fraction of valid guesses after the first that could be the secret given every earlier mark."""
+    """The fraction of valid guesses after the first that could be the secret given every earlier mark (with fewer
+    than two valid guesses: 1.0 for a win in one, else 0.0)."""
     from ..envs.wordle import feedback
 
     history = _history(row)
-    if not history or len(history) < 2:
-        return None if history is None else 1.0
+    if history is None:
+        return None
+    if len(history) < 2:
+        return float(bool(row.steps) and row.steps[-1].reward == 1.0)
     fits = sum(all(feedback(g, history[i][0]) == m for g, m in history[:i]) for i in range(1, len(history)))
     return fits / (len(history) - 1)
 
