@@ -40,12 +40,13 @@ def _fields(body: Mapping[str, Any]) -> dict[str, Any]:
 def _choices(name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise InvalidRequest(f"'{name}' must be a non-empty list of strings, got {_short(value)}", param=name)
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise InvalidRequest(f"'{name}[{i}]' must be a string, got {_short(item)}", param=name)
-        if not item:
-            raise InvalidRequest(f"'{name}[{i}]' is the empty string; every choice needs at least one character",
-                                 param=name)
+    if set(map(type, value)) != {str} or "" in value:  # C-speed checks: lists may hold 10,000+ words
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise InvalidRequest(f"'{name}[{i}]' must be a string, got {_short(item)}", param=name)
+            if not item:
+                raise InvalidRequest(f"'{name}[{i}]' is the empty string; every choice needs at least one character",
+                                     param=name)
     return tuple(value)
 
 

@@ -12,7 +12,7 @@
 
 Each trie node / regex prefix keeps its allowed ids as one tensor (built when first reached), so a step costs a
 dict lookup and one tensor index per constrained row, whatever the vocabulary or the number of choices.
-Tries are cached by content (and each string's ids), so a 10,000-word list is tokenised once.
+Tries are cached by content (the list in its order; and each string's ids), so a 10,000-word list is tokenised once.
 """
 
 from __future__ import annotations
@@ -181,7 +181,9 @@ class GuideCache:
         self._guides: OrderedDict[Any, Guide] = OrderedDict()
         self._ids: dict[str, list[int]] = {}
         self._texts: dict[int, str] | None = None
-        self._special = frozenset(int(i) for i in getattr(tokenizer, "all_special_ids", ()) or ())
+        unk = getattr(tokenizer, "unk_token_id", None)
+        self._refused = frozenset([int(i) for i in getattr(tokenizer, "all_special_ids", ()) or ()]
+                                  + ([int(unk)] if unk is not None else []))
 
     def get(self, constraint: Constraint) -> Guide:
         """The guide of a constraint, built on first use.
@@ -189,8 +191,7 @@ class GuideCache:
         Raises:
             InvalidRequest: a choice the tokenizer cannot produce, or a regex that matches nothing it can.
         """
-        key: Any = ("choice", frozenset(constraint.choices)) if constraint.choices is not None \
-            else ("regex", constraint.regex)
+        key: Any = constraint.choices if constraint.choices is not None else constraint.regex  # str or tuple
         guide = self._guides.get(key)
         if guide is not None:
             self._guides.move_to_end(key)
@@ -223,11 +224,9 @@ class GuideCache:
         if missing:
             if len(self._ids) + len(missing) > self.max_strings:
                 self._ids.clear()
-            encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
-            decoded = self.tokenizer.batch_decode(encoded, skip_special_tokens=False,
-                                                  clean_up_tokenization_spaces=False)
+            encoded, decoded = self._encode_decode(missing)
             for i, (choice, ids, text) in enumerate(zip(missing, encoded, decoded, strict=True)):
-                bad = [t for t in ids if t in self._special or t == self.tokenizer.unk_token_id]
+                bad = not self._refused.isdisjoint(ids)
                 if text != choice or bad or not ids:
                     index = constraint.choices.index(choice) if constraint.choices else i
                     raise InvalidRequest(
@@ -237,6 +236,17 @@ class GuideCache:
                         param=constraint.field.partition(".")[0])
                 self._ids[choice] = list(ids)
         return ChoiceGuide([self._ids[c] for c in choices], self.end_id)
+
+    def _encode_decode(self, texts: list[str]) -> tuple[list[list[int]], list[str]]:
+        """Canonical ids of each text and what they decode to (the Rust tokenizer directly when there is one: the
+        same ids as ``tokenizer(text, add_special_tokens=False)`` without converting 10,000 lists in Python)."""
+        fast = getattr(self.tokenizer, "backend_tokenizer", None)
+        if fast is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces", False):
+            encoded = [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+            return encoded, list(fast.decode_batch(encoded, skip_special_tokens=False))
+        encoded = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return encoded, list(self.tokenizer.batch_decode(encoded, skip_special_tokens=False,
+                                                         clean_up_tokenization_spaces=False))
 
     def _regex(self, constraint: Constraint) -> RegexGuide:
         import regex
@@ -260,5 +270,5 @@ class GuideCache:
             pieces = self.tokenizer.batch_decode([[t] for t in vocab], skip_special_tokens=False,
                                                  clean_up_tokenization_spaces=False)
             self._texts = {t: p for t, p in zip(vocab, pieces, strict=True)
-                           if p and "\ufffd" not in p and t not in self._special}
+                           if p and "\ufffd" not in p and t not in self._refused}
         return self._texts
