@@ -179,6 +179,7 @@ class GuideCache:
         self.tokenizer, self.end_id = tokenizer, end_id
         self.max_guides, self.max_strings = max_guides, max_strings
         self._guides: OrderedDict[Any, Guide] = OrderedDict()
+        self._sets: dict[Any, frozenset[str]] = {}  # a cached choice list as a set, for _subset
         self._ids: dict[str, list[int]] = {}
         self._texts: dict[int, str] | None = None
         unk = getattr(tokenizer, "unk_token_id", None)
@@ -197,21 +198,28 @@ class GuideCache:
             self._guides.move_to_end(key)
             return guide
         if constraint.choices is not None:
-            guide = self._subset(key[1])  # not cached: cheap to make, and it would crowd out the full lists
+            guide = self._subset(constraint.choices)  # not cached: cheap to make, it would crowd out the full lists
             if guide is not None:
                 return guide
         guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
         self._guides[key] = guide
         if len(self._guides) > self.max_guides:
-            self._guides.popitem(last=False)
+            old, _ = self._guides.popitem(last=False)
+            self._sets.pop(old, None)
         return guide
 
-    def _subset(self, choices: frozenset[str], most_dropped: int = 64) -> Guide | None:
+    def _subset(self, choices: tuple[str, ...], most_dropped: int = 64) -> Guide | None:
         """A cached choice guide less a few choices (a caller that drops words already played from one list)."""
+        wanted: frozenset[str] | None = None
         for key, guide in reversed(self._guides.items()):
-            if (key[0] == "choice" and isinstance(guide, ChoiceGuide) and len(choices) < len(key[1])
-                    <= len(choices) + most_dropped and choices <= key[1]):
-                dropped = [self._ids.get(c) for c in key[1] - choices]
+            if not (isinstance(guide, ChoiceGuide) and len(choices) < len(key) <= len(choices) + most_dropped):
+                continue
+            wanted = frozenset(choices) if wanted is None else wanted
+            base = self._sets.get(key)
+            if base is None:
+                base = self._sets[key] = frozenset(key)
+            if len(wanted) == len(choices) and wanted <= base:
+                dropped = [self._ids.get(c) for c in base - wanted]
                 if any(ids is None for ids in dropped):
                     continue  # the string cache was cleared since: build the list afresh
                 self._guides.move_to_end(key)
