@@ -33,8 +33,8 @@ class LocalConfig:
 
     batch_window_s: float = 0.005
     """How long a request waits for others to share its batch."""
-    max_batch_rows: int = 32
-    """Most completions generated together."""
+    max_batch_rows: int = 128
+    """Most completions generated together (a small model answers a whole 100-game evaluation turn at once)."""
     default_max_tokens: int = 1024
     """Completion limit when a request sets none (always capped by the context left)."""
     context: int | None = None

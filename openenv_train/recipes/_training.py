@@ -32,7 +32,7 @@ class ModelSection:
     """Attention heads of the tiny model."""
     kv_heads: int = 4
     """Key/value heads of the tiny model."""
-    intermediate_size: int = 512
+    intermediate_size: int = 384
     """MLP width of the tiny model."""
     init_range: float = 0.02
     """Std of the tiny model's initial weights."""

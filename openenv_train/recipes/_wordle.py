@@ -2,11 +2,9 @@
 
 The env's own observation repeats the whole TextArena transcript every turn; a small model learns faster from a
 short chat: the model answers with the bare word (``crane``) and the next user message is its five marks
-(``XYXXG``: one per letter of the guess just above it) followed by the board as a player sees it on Wordle's
-keyboard: the letters known in place, the letters known to be in the word, and the letters known not to be
-(``XYXXG ....e +ae -crn``). That summary is a function of the marks alone (nothing in it knows the secret or the
-word list); it saves a small model from having to collect the marks of every earlier turn itself. There is no
-system prompt unless one is configured (a pretrained model wants the rules: ``env.system_prompt``). It reads the typed fields of our server and the transcript of OpenEnv's TextArena
+(``XYXXG``: one per letter of the guess just above it), so mark i sits a fixed distance after letter i. A game is
+about 55 character tokens, and there is no system prompt unless one is configured (a pretrained model wants the
+rules: ``env.system_prompt``). It reads the typed fields of our server and the transcript of OpenEnv's TextArena
 server alike, so ``--env-url`` works with both.
 
 With ``constrained=True`` each request carries ``guided_choice``: the valid-guess list less the words already
@@ -16,6 +14,7 @@ here looks at which words fit the feedback: the model has to work that out.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,7 +23,7 @@ from ..envs.wordle import feedback, valid_guesses
 from ..envs.wordle.solver import history_from_transcript
 from ..harbor import TraceRow
 
-__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "board", "consistent", "game_metrics", "render_turn",
+__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "consistent", "game_metrics", "render_turn",
            "teacher_conversation", "wordle_history"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
@@ -63,32 +62,12 @@ def _invalid_reason(fields: Mapping[str, Any]) -> str | None:
     return found.group(1).strip() or "invalid move" if found else None
 
 
-def board(history: Sequence[tuple[str, str]]) -> str:
-    """The marks of the latest guess and the keyboard so far: letters in place, in the word, not in the word.
-
-    >>> board([("raise", "XYXXG"), ("alone", "YXXXG")])
-    'YXXXG ....e +ae -ilnors'
-    """
-    placed = ["."] * 5
-    present: set[str] = set()
-    seen: set[str] = set()
-    for guess, marks in history:
-        for i, (letter, mark) in enumerate(zip(guess, marks, strict=True)):
-            seen.add(letter)
-            if mark != "X":
-                present.add(letter)
-            if mark == "G":
-                placed[i] = letter
-    absent = "".join(sorted(seen - present))
-    return f"{history[-1][1]} {''.join(placed)} +{''.join(sorted(present))} -{absent}"
-
-
 def render_turn(observation: Any) -> str:
-    """The user message for one turn: the first-turn prompt, the :func:`board` after the latest guess, or why a
-    guess was refused.
+    """The user message for one turn: the first-turn prompt, the marks of the latest guess, or why a guess was
+    refused.
 
     >>> render_turn({"guesses": ["raise"], "feedback": ["XYXXG"], "remaining_guesses": 5, "invalid_move": None})
-    'XYXXG ....e +ae -irs'
+    'XYXXG'
     """
     fields = _fields(observation)
     reason = _invalid_reason(fields)
@@ -97,7 +76,7 @@ def render_turn(observation: Any) -> str:
     history = wordle_history(fields)
     if not history:
         return FIRST_TURN
-    return board(history)
+    return history[-1][1]
 
 
 def _opening(system_prompt: str | None) -> list[dict[str, str]]:
@@ -108,14 +87,19 @@ def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str 
     """The chat :class:`WordleAgent` would have had with a player who made these (guess, marks) moves.
 
     >>> [m["content"] for m in teacher_conversation([("raise", "XYXXG"), ("crane", "GGGGG")])]
-    ['go', 'raise', 'XYXXG ....e +ae -irs', 'crane']
+    ['go', 'raise', 'XYXXG', 'crane']
     """
     messages = [*_opening(system_prompt), {"role": "user", "content": FIRST_TURN}]
     for i, (guess, marks) in enumerate(history):
         messages.append({"role": "assistant", "content": guess})
         if marks != "GGGGG" and i + 1 < len(history):
-            messages.append({"role": "user", "content": board(history[:i + 1])})
+            messages.append({"role": "user", "content": marks})
     return messages
+
+
+@functools.cache
+def _sorted_guesses() -> tuple[str, ...]:
+    return tuple(sorted(valid_guesses()))
 
 
 class WordleAgent:
@@ -137,7 +121,7 @@ class WordleAgent:
             extra = None
             if self.constrained:
                 guessed = {guess for guess, _ in wordle_history(result.observation)}
-                extra = {"guided_choice": sorted(valid_guesses() - guessed)}
+                extra = {"guided_choice": [w for w in _sorted_guesses() if w not in guessed]}
             reply = await ctx.chat(messages, extra=extra)
             text = str(reply.message.get("content") or "")
             messages.append({"role": "assistant", "content": text})

@@ -120,6 +120,15 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     config = (run / "config.yaml").read_text()
     assert "num_generations: 2" in config
 
+    # recipes.eval on the final checkpoint replays the summary's final evaluation: same secrets, same decoding
+    done = subprocess.run([sys.executable, "-m", "openenv_train.recipes.eval", f"model={run / 'checkpoints' / 'final'}",
+                           "env=wordle", "episodes=8", f"output_dir={tmp_path}", "name=replay", "show_progress=false",
+                           "num_actors=1"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    replay = json.loads((tmp_path / "replay" / "summary.json").read_text())["phases"]["eval"]
+    for name in ("win", "reward", "guesses", "invalid_rate"):
+        assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo"][name]["mean"]), name
+
 
 def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> None:
     done = subprocess.run([*RECIPE, "grpo.stepz=3"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
@@ -134,3 +143,10 @@ def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> Non
     done = subprocess.run([*RECIPE, "--resume", str(tmp_path / "nothing")], capture_output=True, text=True,
                           env=_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "no config.yaml" in done.stderr
+
+
+def test_the_config_file_holds_the_embedded_defaults() -> None:
+    from openenv_train.recipes._config import config_to_dict, load_config
+
+    assert config_to_dict(load_config(GrpoWordleConfig, str(ROOT / "configs" / "grpo_wordle.yaml"), [])) == \
+        config_to_dict(GrpoWordleConfig())
