@@ -11,6 +11,7 @@
 Importing this package does not import torch or transformers; the backends load them when built.
 """
 
+from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
 from ._endpoint import EndpointConfig, PolicyServer
 from ._errors import (
     AuthenticationFailed,
@@ -27,7 +28,7 @@ from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request
 from ._scripted import FixedSampling, ScriptedBackend
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
-from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
+from ._types import ChatChoice, ChatRequest, ChatResult, Constraint, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ChatChoice",
     "ChatRequest",
     "ChatResult",
+    "Constraint",
     "ContextLengthExceeded",
     "Continuation",
     "EndpointConfig",
@@ -54,9 +56,12 @@ __all__ = [
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",
+    "build_char_tokenizer",
     "build_tiny_model",
     "build_tiny_tokenizer",
     "completion_json",
+    "encode_char_chat",
+    "is_char_tokenizer",
     "normalise_messages",
     "parse_chat_request",
     "parse_tool_calls",
