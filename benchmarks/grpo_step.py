@@ -42,8 +42,9 @@ TIMES: dict[str, float] = defaultdict(float)
 
 
 def _tools() -> list[dict[str, Any]]:
-    from openenv_train.integrations.trl import make_environment_factory
     from transformers.utils import get_json_schema
+
+    from openenv_train.integrations.trl import make_environment_factory
 
     cls = make_environment_factory("wordle", max_sessions=2)
     try:
