@@ -40,7 +40,8 @@ class TrainingTurn(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> TrainingTurn:
-        if any(t < 0 for t in self.prompt_token_ids) or any(t < 0 for t in self.completion_token_ids):
+        # builtins over whole lists, not generators: this runs for every captured turn (thousands of ids each)
+        if min(self.prompt_token_ids, default=0) < 0 or min(self.completion_token_ids, default=0) < 0:
             raise ValueError(f"turn {self.node_id}: token ids must be >= 0")
         if self.per_token_logps:
             if len(self.per_token_logps) != len(self.completion_token_ids):
@@ -48,7 +49,7 @@ class TrainingTurn(BaseModel):
                     f"turn {self.node_id}: {len(self.per_token_logps)} logprobs for "
                     f"{len(self.completion_token_ids)} completion tokens; give one per completion token"
                 )
-            if any(not math.isfinite(lp) or lp > 0 for lp in self.per_token_logps):
+            if not all(map(math.isfinite, self.per_token_logps)) or max(self.per_token_logps) > 0:
                 raise ValueError(f"turn {self.node_id}: logprobs must be finite and <= 0")
         if self.loss_mask:
             expected = len(self.prompt_token_ids) + len(self.completion_token_ids)
@@ -57,7 +58,7 @@ class TrainingTurn(BaseModel):
                     f"turn {self.node_id}: loss_mask has {len(self.loss_mask)} entries, expected {expected} "
                     "(prompt + completion tokens)"
                 )
-            if any(m not in (0, 1) for m in self.loss_mask):
+            if not set(self.loss_mask) <= {0, 1}:
                 raise ValueError(f"turn {self.node_id}: loss_mask values must be 0 or 1")
             if any(self.loss_mask[: len(self.prompt_token_ids)]):
                 raise ValueError(f"turn {self.node_id}: loss_mask must be 0 over prompt positions")

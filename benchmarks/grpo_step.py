@@ -1,0 +1,264 @@
+"""One GRPO step on Wordle, three ways, side by side: our pool path vs TRL's own generation.
+
+- ``ours``: ``make_rollout_func(pool, policy_server=...)`` (the recipe's path): a Ray rollout pool plays the
+  episodes concurrently against our Wordle server; the trainer's live model answers through a capturing
+  ``PolicyServer`` (``LocalBackend``) in this process.
+- ``trl_env``: ``GRPOTrainer(environment_factory=make_environment_factory("wordle"))``: TRL generates in-process
+  (batched ``model.generate`` per tool round) and calls the env's tool once per rollout, one after another.
+- ``trl_single``: TRL with a plain single-turn reward (no env), for scale.
+
+All three use the same tiny model (``build_tiny_model``, taught in a few seconds to answer every turn with a
+``wordle_step`` tool call, so both multi-turn paths play full six-guess games), the same prompt, tools and chat
+template, ``num_generations``, games per step, ``max_completion_length`` and sampling (temperature 1.0).
+Our episodes use :class:`ToolGame`, which mirrors TRL's tool loop (the reset text appended to the prompt, each
+tool result rendered as TRL renders it), so both paths send the model the same conversations.
+
+Seconds per step (after one warm-up step) are split into generation, env, reward and optimizer. TRL's parts come
+from its own ``profiling_context`` timers (``transformers.generate``, the reward functions) plus timers around the
+env class's methods; on our path generation and env steps overlap (episodes run concurrently), so they are one
+figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, optimizer step)::
+
+    python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--modes ours trl_env trl_single] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = "Play Wordle with the wordle_step tool."
+GUESSES = ("[crane]", "[slate]", "[moist]", "[pious]", "[lucky]", "[dwarf]")
+TIMES: dict[str, float] = defaultdict(float)
+
+
+def _tools() -> list[dict[str, Any]]:
+    from transformers.utils import get_json_schema
+
+    from openenv_train.integrations.trl import make_environment_factory
+
+    cls = make_environment_factory("wordle", max_sessions=2)
+    try:
+        schema = get_json_schema(cls.wordle_step)
+        env = cls()
+        first = env.reset(task="tiger")
+        replies = [env.wordle_step(message=g) for g in GUESSES]
+    finally:
+        cls.shutdown()
+    schema["function"].pop("return", None)
+    return [schema], [str(first), *replies]  # type: ignore[return-value]
+
+
+def build_model(out: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The tiny model, taught to call ``wordle_step`` on every turn (one real game as the lesson)."""
+    from openenv_train.policy import build_tiny_model, teach_tiny_model
+
+    tools, texts = _tools()
+    path = build_tiny_model(out / "tiny")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT + texts[0]}]
+    for guess, reply in zip(GUESSES, texts[1:], strict=True):
+        call = {"type": "function", "function": {"name": "wordle_step", "arguments": {"message": guess}}}
+        messages += [{"role": "assistant", "content": "", "tool_calls": [call]},
+                     {"role": "tool", "name": "wordle_step", "content": reply}]
+    messages.append({"role": "assistant", "content": "Game over."})  # the model stops calling: the episode ends
+    teach_tiny_model(path, [messages], tools=tools, steps=150, lr=3e-3)
+    return path, tools
+
+
+class ToolGame:
+    """TRL's tool loop as an agent: reset text appended to the prompt, each result as a ``tool`` message."""
+
+    def __init__(self, tools: list[dict[str, Any]]) -> None:
+        self.tools = tools
+
+    async def __call__(self, ctx: Any) -> None:
+        from openenv_train.pool import render_observation
+
+        result = await ctx.reset()
+        messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT + render_observation(result.observation)}]
+        while True:  # like TRL: until the model answers without a tool call (the env's "done" does not stop it)
+            reply = await ctx.chat(messages, self.tools)
+            messages.append({"role": "assistant", **reply.message})
+            calls = reply.message.get("tool_calls") or []
+            if not calls:
+                return
+            for call in calls:
+                args = call["function"].get("arguments") or {}
+                args = json.loads(args) if isinstance(args, str) else dict(args)
+                if result.done or set(args) - {"message"}:
+                    content = str({"error": "the episode is over; no more tool calls" if result.done else
+                                   f"unexpected arguments {sorted(args)}"})
+                else:
+                    result = await ctx.step({"message": args.get("message")})
+                    content = render_observation(result.observation)
+                messages.append({"role": "tool", "name": call["function"]["name"], "content": content})
+
+
+def _patch_profiling() -> None:
+    from trl.extras import profiling
+
+    def log(self: Any, duration: float) -> None:
+        TIMES[self.name.split(".", 1)[-1]] += duration
+
+    profiling.ProfilingContext._log_metrics = log
+
+
+def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TIMES[name] += time.perf_counter() - start
+            TIMES[name + "#"] += 1
+
+    return wrapper
+
+
+def _step_timer(steps: list[dict[str, float]]) -> Any:
+    from transformers import TrainerCallback
+
+    class Timer(TrainerCallback):  # type: ignore[misc]
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            TIMES.clear()
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            steps.append({"step": time.perf_counter() - self.start, **TIMES})
+
+    return Timer()
+
+
+def _env_class() -> Any:
+    from openenv_train.integrations.trl import make_environment_factory
+
+    cls = make_environment_factory("wordle", max_sessions=80)
+    cls.wordle_step = _timed("env", cls.wordle_step)
+    cls.reset = _timed("env", cls.reset)
+    return cls
+
+
+def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[dict[str, Any]], work: Path,
+             args: argparse.Namespace) -> dict[str, Any]:
+    """``steps`` measured GRPO steps (after one warm-up) of ``games`` games; per-part seconds per step."""
+    import datasets
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    _patch_profiling()
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    n = args.num_generations
+    config = GRPOConfig(output_dir=str(work / f"{mode}-{games}"), max_steps=steps + 1, per_device_train_batch_size=games,
+                        num_generations=n, max_completion_length=args.max_completion_length, temperature=1.0,
+                        learning_rate=1e-4, beta=0.0, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
+                        bf16=False, seed=0, disable_tqdm=True)
+    words = ["crane", "moist", "tiger", "pious", "lucky", "dwarf", "slate", "bread"]
+    measured: list[dict[str, float]] = []
+    cleanup: list[Callable[[], None]] = []
+    kwargs: dict[str, Any] = {}
+    if mode == "ours":
+        from openenv_train.harbor import CaptureStore
+        from openenv_train.integrations.trl import field_reward, make_rollout_func
+        from openenv_train.policy import PolicyServer, ScriptedBackend
+        from openenv_train.pool import PoolConfig, RolloutPool
+
+        capture = CaptureStore()
+        server = PolicyServer(ScriptedBackend(lambda m: "[crane]"), capture=capture, token="").run_in_thread()
+        pool = RolloutPool("wordle", server.base_url, agent=ToolGame(tools), capture=capture,
+                           config=PoolConfig(num_actors=args.actors, sessions_per_actor=args.sessions, max_turns=10,
+                                             ray_num_cpus=2, run_id="bench")).start()
+        cleanup += [pool.close, server.close]
+        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens)
+
+        def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+            out = rollout(prompts, trainer)
+            TIMES["turns"] += sum(len(r.trace.turns) for r in rollout.last_rows) / len(prompts)
+            return out
+
+        kwargs = {"rollout_func": _timed("rollout", rollout_func), "reward_funcs": [field_reward("env")]}
+        dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words * 64]})
+    elif mode == "trl_env":
+        cls = _env_class()
+        cleanup.append(cls.shutdown)
+        kwargs = {"environment_factory": cls, "reward_funcs": []}
+        dataset = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": PROMPT}], "task": w}
+                                              for w in words * 64])
+    else:
+        def guessed(completions: list[Any], **_: Any) -> list[float]:
+            return [float("crane" in json.dumps(c)) for c in completions]
+
+        kwargs = {"reward_funcs": [guessed]}
+        dataset = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": PROMPT}]} for _ in words * 64])
+    try:
+        trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
+                              callbacks=[_step_timer(measured)], **kwargs)
+        trainer._generate_and_score_completions = _timed("generate_and_score", trainer._generate_and_score_completions)
+        trainer._calculate_rewards = _timed("reward", trainer._calculate_rewards)
+        trainer.train()
+    finally:
+        for fn in cleanup:
+            fn()
+    return _summary(measured[1:], games)
+
+
+def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
+    def med(key: str) -> float:
+        return statistics.median(s.get(key, 0.0) for s in steps)
+
+    step, gas = med("step"), med("generate_and_score")
+    generate = med("transformers.generate") + med("transformers.generate_batch")
+    rollout = med("rollout") or (generate + med("env"))
+    return {"games": games, "step_s": step, "rollout_s": rollout, "generation_s": generate or None,
+            "env_s": med("env") or None, "reward_s": med("reward"), "other_rollout_s": gas - rollout - med("reward"),
+            "optimizer_s": step - gas, "steps": len(steps),
+            "model_turns_per_game": med("turns") or None, "env_calls_per_game": med("env#") / games or None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
+    parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
+    parser.add_argument("--modes", nargs="+", default=["ours", "trl_env", "trl_single"])
+    parser.add_argument("--num-generations", type=int, default=8)
+    parser.add_argument("--max-completion-length", type=int, default=1024)
+    parser.add_argument("--per-turn-tokens", type=int, default=48)
+    parser.add_argument("--actors", type=int, default=2)
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray-"))
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path, tools = build_model(Path(tmp))
+        for games in args.games:
+            for mode in args.modes:
+                result = {"mode": mode, **run_mode(mode, games, args.steps, model_path, tools, Path(tmp), args)}
+                results.append(result)
+                print(json.dumps(result), flush=True)
+    print(f"\n{'games':>5} {'mode':<11} {'step s':>7} {'rollout':>8} {'gen':>6} {'env':>6} {'reward':>7} "
+          f"{'other':>6} {'optim':>6} {'vs trl_env':>10}")
+    for r in results:
+        ref = next((x for x in results if x["mode"] == "trl_env" and x["games"] == r["games"]), None)
+        ratio = f"{ref['step_s'] / r['step_s']:.2f}x" if ref else "-"
+        cell = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
+        print(f"{r['games']:>5} {r['mode']:<11} {r['step_s']:>7.3f} {r['rollout_s']:>8.3f} {cell(r['generation_s']):>6} "
+              f"{cell(r['env_s']):>6} {r['reward_s']:>7.3f} {r['other_rollout_s']:>6.3f} {r['optimizer_s']:>6.3f} "
+              f"{ratio:>10}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
