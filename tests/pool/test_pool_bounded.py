@@ -51,7 +51,7 @@ def test_bounded_queue_pulls_specs_lazily_and_submit_waits_for_room(ray_local: A
         for i, _ in enumerate(pool.as_completed(lazy()), 1):
             held.append(pulled[0] - i)  # specs taken from the iterator and not yet yielded
         assert i == 16 and max(held) <= 2 + 2 + 1, held  # queue + slots (+ the one being submitted)
-        for spec in make_groups(range(100, 108), num_generations=1):
+        for spec in make_groups(range(8), num_generations=1, prefix="more"):
             pool.submit(spec)  # the 3rd on blocks until an episode leaves the queue
             assert len(pool._queue) <= 2
         rows = list(pool.as_completed())
