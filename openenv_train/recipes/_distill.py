@@ -20,11 +20,13 @@ __all__ = ["DistillCollator", "distill_trainer", "games_dataset"]
 
 
 def games_dataset(games: Sequence[Sequence[tuple[str, str]]]) -> Any:
-    """Teacher games as a ``datasets.Dataset`` (columns ``guesses`` and ``marks``) for :class:`DistillCollator`."""
+    """Teacher games as a ``datasets.Dataset`` (columns ``guesses``, ``marks`` and ``length``, the guesses: batches
+    of games of one length waste no compute on padding) for :class:`DistillCollator`."""
     import datasets
 
     return datasets.Dataset.from_dict({"guesses": [[g for g, _ in game] for game in games],
-                                       "marks": [[m for _, m in game] for game in games]})
+                                       "marks": [[m for _, m in game] for game in games],
+                                       "length": [len(game) for game in games]})
 
 
 class DistillCollator:

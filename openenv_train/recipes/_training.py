@@ -60,8 +60,8 @@ class SFTSection:
     """Passes over the games."""
     learning_rate: float = 2e-3
     """Peak AdamW learning rate (cosine decay)."""
-    batch_size: int = 64
-    """Conversations per optimiser step."""
+    batch_size: int = 32
+    """Conversations per optimiser step (small: a 2-core CPU gets more steps into the budget)."""
     warmup_steps: int = 10
     """Linear warm-up steps (without a budget; with one the first 3% of it warms up)."""
     max_length: int = 1024
@@ -160,6 +160,7 @@ def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, out
                      save_strategy="no", report_to=[], assistant_only_loss=not tokenized,
                      max_length=section.max_length, use_cpu=not gpu, seed=seed, **cpu_settings(gpu),
                      disable_tqdm=not (show_progress and verbose), remove_unused_columns=not tokenized,
+                     train_sampling_strategy="group_by_length" if "length" in dataset.column_names else "random",
                      dataset_kwargs={"skip_prepare_dataset": True} if tokenized else None)
     extra = [log_callback(metrics, "sft")] if metrics is not None else []
     optimizers: tuple[Any, Any] = (None, None)

@@ -45,7 +45,7 @@ class GRPOSection:
     """Run the phase at all."""
     steps: int = 200
     """Most optimiser steps; the budget usually ends the phase first."""
-    budget_s: float | None = 120.0
+    budget_s: float | None = 90.0
     """Wall-time limit of the phase: training stops cleanly at it (checkpoint and rows written); null: none."""
     prompts_per_step: int = 8
     """Secrets per step; each is played ``num_generations`` times (one group)."""
@@ -125,7 +125,7 @@ class GrpoWordleConfig:
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
     pool: PoolSection = field(default_factory=PoolSection)
-    sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=450.0))
+    sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=540.0))
     grpo: GRPOSection = field(default_factory=GRPOSection)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)

@@ -94,15 +94,15 @@ def _teacher_data(tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig)
 
     teacher = ConsistentTeacher(answers())  # held-out words may be guessed, never be the secret
     rng = random.Random(cfg.seed)
-    games = [teacher.play(rng.choice(secrets), rng) for _ in range(cfg.sft.episodes)]
+    games = [teacher.play(secret, rng) for secret in secrets]
     if cfg.sft.distill and is_char_tokenizer(tokenizer):
         return games_dataset(games), DistillCollator(tokenizer, teacher, cfg.env.system_prompt), distill_trainer()
     chats = [teacher_conversation(game, cfg.env.system_prompt) for game in games]
     return datasets.Dataset.from_dict({"messages": chats}), None, None
 
 
-def _sft(games: WordleGames, model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig, out: Path,
-         state: RunState, metrics: MetricsLog) -> Any:
+def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig, out: Path, state: RunState,
+         metrics: MetricsLog) -> Any:
     start = time.perf_counter()
     dataset, collator, trainer_class = _teacher_data(tokenizer, secrets, cfg)
     console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s (a random answer word "
@@ -246,7 +246,7 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                 model = AutoModelForCausalLM.from_pretrained(sft_dir)
                 console.print(f"done before: loaded {sft_dir}")
             else:
-                model = _sft(games, model, tokenizer, sft_words, cfg, out, state, metrics)
+                model = _sft(model, tokenizer, sft_words, cfg, out, state, metrics)
             if cfg.sft.enabled:
                 _evaluate(games, model, tokenizer, held, "sft", cfg, state, metrics, constrained=cfg.constrained)
         with _phase("GRPO through the rollout pool", 5):
