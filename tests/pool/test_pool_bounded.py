@@ -68,10 +68,10 @@ def test_actor_writes_need_a_writer_and_no_capture(tmp_path: Path) -> None:
 
 
 def test_add_shard_moves_accepted_rows_into_the_manifest(tmp_path: Path) -> None:
-    from openenv_train.harbor import TraceRow
+    from openenv_train.harbor import EnvInfo, TraceRow
 
     def row(i: int) -> TraceRow:
-        return TraceRow(run_id="r", episode_id=f"e{i}", reward=float(i))
+        return TraceRow(run_id="r", episode_id=f"e{i}", env=EnvInfo(name="counter"), reward=float(i))
 
     with TraceWriter(tmp_path / "stage") as stage:
         stage.write_many(row(i) for i in range(4))
