@@ -98,22 +98,20 @@ async def test_openenv_generic_client_drives_every_env(name: str) -> None:
             assert (await client.state())["step_count"] == 1
 
 
-def test_the_catalog_lists_40_envs_by_family_with_their_extras() -> None:
+def test_the_catalog_lists_40_envs_by_family_with_their_extras(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from typer.testing import CliRunner
+    from openenv_train.cli import main
 
-    from openenv_train.cli import app
-
-    runner = CliRunner()
-    listed = json.loads(runner.invoke(app, ["catalog", "--json"]).stdout)
+    assert main(["catalog", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
     names = [e["name"] for e in listed if e["family"] != "browser"]
     assert len(names) >= 40 and {"trading", "trading_mcp", "calendar", "mock_apis"} <= set(names)
     assert all(e["family"] and (e["install"] == "" or "openenv-train[" in e["install"]) for e in listed)
     spiel = next(e for e in listed if e["name"] == "openspiel/go")
     assert spiel["extra"] == "openspiel" and spiel["install"] == "pip install 'openenv-train[openspiel]'"
-    table = runner.invoke(app, ["catalog", "--family", "finance"])
-    assert table.exit_code == 0 and "finance (2)" in table.stdout and "trading_mcp" in table.stdout
-    assert "chess" not in table.stdout
-    unknown = runner.invoke(app, ["catalog", "--family", "nope"])
-    assert unknown.exit_code != 0 and "families:" in unknown.output
+    assert main(["catalog", "--family", "finance"]) == 0
+    table = capsys.readouterr().out
+    assert "finance (2)" in table and "trading_mcp" in table and "chess" not in table
+    assert main(["catalog", "--family", "nope"]) == 2
+    assert "families:" in capsys.readouterr().err

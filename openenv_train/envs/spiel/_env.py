@@ -74,7 +74,8 @@ class SpielEnvironment(Environment[OpenSpielAction, SpielObservation, OpenSpielS
         self._agent, self._illegal_reward = agent_player, float(illegal_action_reward)
         self._chance_rng = random.Random(f"{root}/chance")
         self._opponent = Opponent(opponent, game, root, mcts_simulations)
-        self._moved, self._last_opponent_action = False, None
+        self._moved = False
+        self._last_opponent_action: int | None = None
         gtype = game.get_type()
         self._perfect = gtype.information == pyspiel.GameType.Information.PERFECT_INFORMATION
         self._state = OpenSpielState(

@@ -21,12 +21,17 @@ __all__ = ["TextArenaEnvironment", "textarena_env"]
 _README = resources.files(__package__).joinpath("README.md").read_text(encoding="utf-8")
 
 
+try:
+    # Imported with the env class, so a server pays the seconds it takes at start, not in its first reset.
+    import textarena as _TA
+except ImportError:  # the catalog names the extra before importing; direct use gets the same line from reset
+    _TA = None
+
+
 def _textarena() -> Any:
-    try:
-        import textarena
-    except ImportError as exc:
-        raise ImportError("the textarena/<game> envs need textarena: pip install 'openenv-train[textarena]'") from exc
-    return textarena
+    if _TA is None:
+        raise ImportError("the textarena/<game> envs need textarena: pip install 'openenv-train[textarena]'")
+    return _TA
 
 
 #: Held while a game runs on its own random streams: the server runs these envs in worker threads.
