@@ -342,7 +342,7 @@ def validate_report(shared_echo: Endpoint) -> dict[str, Any]:
     """``openenv validate --url`` (openenv-core's own CLI, in a subprocess) run against our echo server."""
     json_flag = ["--json"] if CURRENT else []  # 0.3 printed JSON by default, 0.10 asks for --json
     done = subprocess.run([str(OPENENV_CLI), "validate", "--url", shared_echo.base_url, "--timeout", "10", *json_flag],
-                          capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)  # their CLI starts slowly
     start = done.stdout.find("{")
     assert start >= 0, f"no JSON report (rc={done.returncode}):\n{done.stdout}\n{done.stderr}"
     return {"rc": done.returncode, "report": json.loads(done.stdout[start:]), "stderr": done.stderr}
