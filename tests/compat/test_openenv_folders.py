@@ -51,13 +51,14 @@ def _serve(args: list[str], cwd: Path, tmp_path: Path) -> tuple[subprocess.Popen
     return server, wait_ready(ready, server, timeout_s=90)
 
 
+@pytest.mark.timeout(600)  # their CLI and fresh Pythons start slowly on a busy machine
 async def test_serve_inside_their_init_folder_passes_their_validate_and_client(their_init: Path,
                                                                                tmp_path: Path) -> None:
     server, url = _serve([], their_init, tmp_path)  # `openenv-train serve` with no argument, in the folder
     try:
         done = subprocess.run([str(OPENENV_CLI), "validate", "--url", url, "--timeout", "10",
                                *(["--json"] if VERSION.major > 0 or VERSION.minor >= 10 else [])],
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
         report = json.loads(done.stdout[done.stdout.find("{"):])
         assert done.returncode == 0 and report["passed"], [c for c in report["criteria"] if not c["passed"]]
         async with OEGenericEnvClient(base_url=url) as env:
@@ -68,6 +69,7 @@ async def test_serve_inside_their_init_folder_passes_their_validate_and_client(t
         stop(server)
 
 
+@pytest.mark.timeout(600)  # their CLI and fresh Pythons start slowly on a busy machine
 def test_import_their_init_folder_then_serve_the_adapter(their_init: Path, tmp_path: Path) -> None:
     out = tmp_path / "imported"
     done = cli("import", str(their_init), "-o", str(out), timeout=300)
@@ -128,6 +130,7 @@ def _wheel(folder: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.timeout(600)  # their CLI and fresh Pythons start slowly on a busy machine
 def test_missing_dependencies_give_the_pip_line_and_install_runs_it(tmp_path: Path) -> None:
     folder = write_folder(tmp_path / "src", "needs_env", deps=["oetrain-probe-dep>=1"])
     done = cli("import", str(folder), "-o", str(tmp_path / "out"))
@@ -149,6 +152,7 @@ def test_missing_dependencies_give_the_pip_line_and_install_runs_it(tmp_path: Pa
     assert list(venv.glob("lib/python*/site-packages/oetrain_probe_dep.py"))
 
 
+@pytest.mark.timeout(600)  # their CLI and fresh Pythons start slowly on a busy machine
 def test_a_folder_whose_app_is_no_env_says_what_was_tried(tmp_path: Path) -> None:
     folder = write_folder(tmp_path, "kw_env")
     (folder / "server" / "app.py").write_text("import nothing_like_this_exists\napp = None\n")
