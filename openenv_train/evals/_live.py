@@ -22,10 +22,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 
 from ..client import GenericEnvClient, InProcessProvider, RemoteProvider
-from ..harbor._capture import build_turn
-from ..harbor._trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace
-from ..harbor._writer import TraceWriter
 from ..rubrics import Rubric
+from ..trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from ._convert import openai_messages
 from ._scorer import ROW_KEY, rubric_scorer
 

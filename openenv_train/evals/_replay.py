@@ -10,10 +10,9 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from ..harbor._conversation import reply_of, text_of
-from ..harbor._trace import TraceRow
 from ..rubrics import Rubric
 from ..rubrics._dataset import _rows, read_table
+from ..trace import TraceRow, reply_of, text_of
 from ._scorer import ROW_KEY, rubric_scorer
 
 __all__ = ["replay", "replay_task", "trace_samples"]

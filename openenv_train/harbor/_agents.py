@@ -20,11 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._capture import CaptureStore, build_turn
+from ..trace import CaptureStore, EnvStep, build_turn
 from ._task_env import ExecResult, TaskEnvironment, resolve_env
 from ._task_errors import AgentTimeoutError, ModelCallError, TaskFormatError
 from ._tasks import HarborTask
-from ._trace import EnvStep
 
 if TYPE_CHECKING:
     from ._mcp import McpToolset

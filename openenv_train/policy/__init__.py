@@ -1,7 +1,7 @@
 """Policy backends and the OpenAI-compatible endpoint that captures every call (see DESIGN.md, TRACE.md).
 
 - :class:`PolicyServer`: ``/v1/chat/completions``, ``/v1/models``, ``/health``; records calls made with a
-  capture session into a :class:`~openenv_train.harbor.CaptureStore`.
+  capture session into a :class:`~openenv_train.trace.CaptureStore`.
 - :class:`LocalBackend`: a transformers model in this process (a path, or a trainer's live model), batched,
   with exact token ids and logprobs.
 - :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
@@ -26,6 +26,7 @@ from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request
 from ._scripted import FixedSampling, ScriptedBackend
+from ._serve import policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
 from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
@@ -60,5 +61,6 @@ __all__ = [
     "normalise_messages",
     "parse_chat_request",
     "parse_tool_calls",
+    "policy_endpoint",
     "teach_tiny_model",
 ]

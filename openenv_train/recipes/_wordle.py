@@ -13,8 +13,8 @@ from typing import Any
 
 from ..envs.wordle import WordleSolver
 from ..envs.wordle.solver import history_from_transcript
-from ..harbor import TraceRow
 from ..pool import TextAgent
+from ..trace import TraceRow
 
 __all__ = ["SYSTEM_PROMPT", "expert_reply", "game_metrics", "render_turn", "wordle_agent", "wordle_history"]
 

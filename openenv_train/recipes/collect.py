@@ -163,8 +163,8 @@ def _policy(spec: str, env: str = "wordle", seed: int = 0) -> Any:
 
 def run(cfg: CollectConfig) -> dict[str, Any]:
     """Run every episode, write the traces, return the summary."""
-    from ..harbor import TraceWriter
     from ..pool import PoolConfig, RolloutPool, make_groups
+    from ..trace import TraceWriter
 
     out = Path(cfg.output_dir) / cfg.name
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor, max_turns=cfg.max_turns,
@@ -175,8 +175,8 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         capture = None
         if isinstance(policy, Path):  # a local model: serve it on loopback and record its calls into the rows
-            from ..harbor import CaptureStore
             from ..policy import LocalBackend, PolicyServer
+            from ..trace import CaptureStore
 
             capture = CaptureStore()
             server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture, token="").run_in_thread())

@@ -120,9 +120,9 @@ def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
 
 def run(cfg: EvalConfig) -> dict[str, Any]:
     """Play the episodes with the model (greedy by default) and write traces and the summary."""
-    from ..harbor import CaptureStore, TraceWriter
     from ..policy import FixedSampling, PolicyServer
     from ..pool import EpisodeSpec, PoolConfig, RolloutPool
+    from ..trace import CaptureStore, TraceWriter
     from ._wordle import game_metrics
 
     out = Path(cfg.output_dir) / cfg.name

@@ -1,6 +1,6 @@
 """Composable reward rubrics that score trace rows (see DESIGN.md).
 
-A :class:`Rubric` scores a :class:`~openenv_train.harbor.TraceRow` (sync or async) into a
+A :class:`Rubric` scores a :class:`~openenv_train.trace.TraceRow` (sync or async) into a
 :class:`RubricResult`: the total, every named component, errors and optional per-step rewards. Compose them
 (:class:`WeightedSum`, :class:`Components`, :class:`Sequential`, :class:`Gate`, :class:`Max`, :class:`Min`),
 assign credit to steps (:class:`TrajectoryRubric`), grade with a model (:class:`LLMJudge`), use them as TRL

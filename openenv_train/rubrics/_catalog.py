@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core import OpenEnvTrainError, did_you_mean
-from ..harbor._trace import TraceRow
+from ..trace import TraceRow
 from ._base import FunctionRubric, Rubric
 from ._compose import Components
 

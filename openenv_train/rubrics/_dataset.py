@@ -18,10 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..harbor._errors import TraceReadError
-from ..harbor._reader import shard_paths
-from ..harbor._schema import TRACE_SCHEMA, from_record
-from ..harbor._trace import TraceRow
+from ..trace import TRACE_SCHEMA, TraceReadError, TraceRow, from_record, shard_paths
 from ._base import Rubric, RubricResult, run_sync
 
 __all__ = ["VERSIONS_DIR", "read_table", "score_dataset", "score_rows"]
