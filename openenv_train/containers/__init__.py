@@ -2,7 +2,7 @@
 
 from ._context import DEFAULT_BASE_IMAGE, BuildContext, write_context
 from ._deps import requirements
-from ._image import LABEL_ENV, LABEL_TRANSPORT, build_image
+from ._image import LABEL_ENV, LABEL_TRANSPORT, build_image, default_tag
 
 __all__ = [
     "DEFAULT_BASE_IMAGE",
@@ -10,6 +10,7 @@ __all__ = [
     "LABEL_TRANSPORT",
     "BuildContext",
     "build_image",
+    "default_tag",
     "requirements",
     "write_context",
 ]

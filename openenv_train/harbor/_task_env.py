@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, sandboxed_command
-from ..sandbox._mounts import python_roots
+from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, python_roots, sandboxed_command
 from ._dockerfile import CopyStep, parse_dockerfile, rebase_dockerfile
 from ._task_errors import EnvironmentSetupError, UnsupportedTaskFeature
 from ._tasks import HarborTask

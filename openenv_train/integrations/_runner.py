@@ -14,8 +14,7 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from ..pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutActor, TextAgent
-from ..pool._rows import Job, build_row
+from ..pool import AgentLoop, EpisodeSpec, Job, PoolConfig, RolloutActor, TextAgent, build_row
 from ..trace import CaptureStore, TraceRow, TraceWriter
 
 __all__ = ["LocalRunner"]

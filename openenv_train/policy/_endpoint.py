@@ -21,8 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import loads
-from ..server._auth import POLICY_TOKEN_ENV, bearer_of, resolve_token, token_matches, warn_if_exposed
+from ..core import POLICY_TOKEN_ENV, bearer_of, loads, resolve_token, token_matches, warn_if_exposed
 from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
 from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded

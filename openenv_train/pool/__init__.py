@@ -7,7 +7,7 @@ Ray is imported only when a pool starts; importing this package does not import 
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
 
-from ._actor import RolloutActor
+from ._actor import RolloutActor, is_url
 from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_action, render_observation
 from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
@@ -16,6 +16,7 @@ from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUna
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool
+from ._rows import Job, build_row
 
 __all__ = [
     "AgentLoop",
@@ -23,6 +24,7 @@ __all__ = [
     "EpisodeContext",
     "EpisodeSpec",
     "EpisodeTimeout",
+    "Job",
     "ModelReply",
     "NoLiveActors",
     "PolicyCallError",
@@ -37,6 +39,8 @@ __all__ = [
     "TextAgent",
     "ToolAgent",
     "Truncated",
+    "build_row",
+    "is_url",
     "make_groups",
     "message_action",
     "render_observation",

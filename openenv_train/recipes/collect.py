@@ -117,7 +117,7 @@ def _env_interface(env: str) -> tuple[dict[str, Any], list[dict[str, Any]] | Non
         import urllib.request
 
         from ..client import Endpoint
-        from ..integrations._discover import action_schema
+        from ..integrations import action_schema
 
         base = env.rstrip("/")
         schema = action_schema(Endpoint(base), timeout_s=10)

@@ -113,7 +113,7 @@ def coding_rubric() -> Components:
 
 def reasoning_gym_score(row: TraceRow) -> float | None:
     """reasoning_gym's ``score_answer`` of the row's answer, for the question its task spec regenerates."""
-    from ..envs.reasoning_gym._datasets import DEFAULT_DATASET, make_question, score_answer
+    from ..envs.reasoning_gym import DEFAULT_DATASET, make_question, score_answer
 
     if not row.steps:
         return None

@@ -13,8 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import ErrorCode, ProtocolError, ServerStartError
-from ._auth import TOKEN_ENV, resolve_token, warn_if_exposed
+from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, resolve_token, warn_if_exposed
 from ._connection import Connection
 from ._environment import Environment
 from ._http import HttpRoutes

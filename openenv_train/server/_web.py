@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..web._static import read_static, redirect
+from ..web import read_static, redirect
 from ._environment import Environment
 from ._mcp_environment import MCPEnvironment
 

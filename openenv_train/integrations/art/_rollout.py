@@ -17,8 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ...pool import AgentLoop, ChatPolicy, EpisodeSpec, ModelReply, PolicyCallError, PoolConfig, RolloutActor, TextAgent
-from ...pool._rows import Job, build_row
+from ...pool import (
+    AgentLoop,
+    ChatPolicy,
+    EpisodeSpec,
+    Job,
+    ModelReply,
+    PolicyCallError,
+    PoolConfig,
+    RolloutActor,
+    TextAgent,
+    build_row,
+)
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from ._convert import to_art_trajectory, to_art_trajectory_fields
 from ._import import import_art
