@@ -21,7 +21,8 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageU
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 
-from ..client import GenericEnvClient, InProcessProvider, RemoteProvider
+from ..client import GenericEnvClient
+from ..launch import InProcessProvider, RemoteProvider
 from ..rubrics import Rubric
 from ..trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from ._convert import openai_messages

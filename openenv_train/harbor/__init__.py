@@ -5,6 +5,7 @@ The trace names re-exported here (``TraceWriter``, ``CaptureStore``, ``TraceRow`
 import them from ``openenv_train.trace``). ``policy_endpoint`` moved to :mod:`openenv_train.policy`.
 """
 
+from ..containers import docker_available
 from ..policy import policy_endpoint
 from ..trace import (
     ATIF_VERSION,
@@ -47,7 +48,7 @@ from ..trace import (
 )
 from ._agents import BASH_TOOL, AgentContext, HarborAgent, ModelAgent, NopAgent, OracleAgent
 from ._runner import HarborRunConfig, parse_rewards, run_task, run_tasks
-from ._task_env import DockerTaskEnv, ExecResult, SandboxTaskEnv, TaskEnvironment, docker_available
+from ._task_env import DockerTaskEnv, ExecResult, SandboxTaskEnv, TaskEnvironment
 from ._task_errors import (
     AgentTimeoutError,
     EnvironmentSetupError,

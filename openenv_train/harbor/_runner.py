@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..containers import docker_available
 from ..trace import CaptureStore, EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace
 from ._agents import AgentContext, HarborAgent
-from ._task_env import DockerTaskEnv, SandboxTaskEnv, TaskEnvironment, docker_available, resolve_env
+from ._task_env import DockerTaskEnv, SandboxTaskEnv, TaskEnvironment, resolve_env
 from ._task_errors import (
     AgentTimeoutError,
     EnvironmentSetupError,

@@ -10,8 +10,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...client import Endpoint, LocalProcessProvider
+from ...client import Endpoint
 from ...core import run_on_loop
+from ...launch import LocalProcessProvider
 from ...pool import is_url
 from ._actions import ActionFormat, discover_format
 
