@@ -5,6 +5,9 @@ The trace names re-exported here (``TraceWriter``, ``CaptureStore``, ``TraceRow`
 import them from ``openenv_train.trace``). ``policy_endpoint`` moved to :mod:`openenv_train.policy`.
 """
 
+# The trace names are re-exported through _MOVED_TO_TRACE, which ruff does not read as __all__.
+# ruff: noqa: F401
+
 from ..containers import docker_available
 from ..policy import policy_endpoint
 from ..trace import (
@@ -62,72 +65,46 @@ from ._task_errors import (
 )
 from ._tasks import HarborTask, TaskConfig, find_tasks, load_task, parse_task_config
 
+#: Trace names re-exported from openenv_train.trace for one release (deprecated here: import them from there).
+_MOVED_TO_TRACE = [
+    "ATIF_VERSION", "ROW_SCHEMA_VERSION", "TRACE_SCHEMA", "TURN_METADATA_KEYS", "CaptureError",
+    "CaptureSessionExists", "CaptureStore", "EnvInfo", "EnvStep", "EpisodeKey", "ErrorInfo", "HarborError",
+    "HubPushError", "PolicyInfo", "RunDirLocked", "TraceReadError", "TraceRow", "TraceWriteError", "TraceWriter",
+    "TrainingTrace", "TrainingTurn", "UnknownCaptureSession", "build_turn", "completion_loss_mask", "conversation",
+    "episode_key", "export_atif", "iter_traces", "load_dataset", "openai_logprobs", "push_to_hub", "read_traces",
+    "sft_features", "shard_paths", "to_atif", "to_sft_dataset", "traces_glob",
+]
+
 __all__ = [
-    "ATIF_VERSION",
     "BASH_TOOL",
-    "ROW_SCHEMA_VERSION",
-    "TRACE_SCHEMA",
-    "TURN_METADATA_KEYS",
     "AgentContext",
     "AgentTimeoutError",
-    "CaptureError",
-    "CaptureSessionExists",
-    "CaptureStore",
     "DockerTaskEnv",
-    "EnvInfo",
-    "EnvStep",
     "EnvironmentSetupError",
-    "EpisodeKey",
-    "ErrorInfo",
     "ExecResult",
     "HarborAgent",
-    "HarborError",
     "HarborRunConfig",
     "HarborTask",
-    "HubPushError",
     "McpServerError",
     "ModelAgent",
     "ModelCallError",
     "NopAgent",
     "OracleAgent",
-    "PolicyInfo",
     "RewardFileError",
-    "RunDirLocked",
     "SandboxTaskEnv",
     "TaskConfig",
     "TaskEnvironment",
     "TaskError",
     "TaskFormatError",
-    "TraceReadError",
-    "TraceRow",
-    "TraceWriteError",
-    "TraceWriter",
-    "TrainingTrace",
-    "TrainingTurn",
-    "UnknownCaptureSession",
     "UnsupportedTaskFeature",
     "VerifierTimeoutError",
-    "build_turn",
-    "completion_loss_mask",
-    "conversation",
     "docker_available",
-    "episode_key",
-    "export_atif",
     "find_tasks",
-    "iter_traces",
-    "load_dataset",
     "load_task",
-    "openai_logprobs",
     "parse_rewards",
     "parse_task_config",
     "policy_endpoint",
-    "push_to_hub",
-    "read_traces",
     "run_task",
     "run_tasks",
-    "sft_features",
-    "shard_paths",
-    "to_atif",
-    "to_sft_dataset",
-    "traces_glob",
+    *_MOVED_TO_TRACE,
 ]

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import POLICY_TOKEN_ENV, bearer_of, loads, resolve_token, token_matches, warn_if_exposed
+from ..http import HttpRequest, HttpResponse, HttpServer
 from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
 from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
-from ._http import HttpRequest, HttpResponse, HttpServer
 from ._openai import completion_json, parse_chat_request
 from ._types import PolicyBackend
 
