@@ -24,7 +24,7 @@ from ._errors import (
 )
 from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
-from ._openai import completion_json, parse_chat_request
+from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
 from ._serve import policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
@@ -63,4 +63,5 @@ __all__ = [
     "parse_tool_calls",
     "policy_endpoint",
     "teach_tiny_model",
+    "v1_url",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 from ..trace import CaptureStore
 from ._endpoint import PolicyServer
 from ._local import LocalBackend
+from ._openai import v1_url
 from ._upstream import UpstreamBackend
 
 __all__ = ["policy_endpoint"]
@@ -31,8 +32,7 @@ async def policy_endpoint(model: str, *, api_key: str | None = None,
     """
     backend: Any
     if model.startswith(("http://", "https://")):
-        base = model.rstrip("/")
-        backend = UpstreamBackend(base if base.endswith("/v1") else f"{base}/v1", api_key=api_key, model=model_name)
+        backend = UpstreamBackend(v1_url(model), api_key=api_key, model=model_name)
     elif Path(model).is_dir():
         backend = await asyncio.to_thread(lambda: LocalBackend(model, model_id=model_name))
     else:
