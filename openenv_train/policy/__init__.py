@@ -26,7 +26,7 @@ from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
-from ._serve import policy_endpoint
+from ._serve import CapturedPolicy, captured_policy, policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
 from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
@@ -34,6 +34,7 @@ from ._upstream import UpstreamBackend, UpstreamConfig
 __all__ = [
     "AuthenticationFailed",
     "BackendFailed",
+    "CapturedPolicy",
     "ChatChoice",
     "ChatRequest",
     "ChatResult",
@@ -57,6 +58,7 @@ __all__ = [
     "UpstreamFailed",
     "build_tiny_model",
     "build_tiny_tokenizer",
+    "captured_policy",
     "completion_json",
     "normalise_messages",
     "parse_chat_request",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,37 @@ from ..trace import CaptureStore
 from ._endpoint import PolicyServer
 from ._local import LocalBackend
 from ._openai import v1_url
+from ._types import PolicyBackend
 from ._upstream import UpstreamBackend
 
-__all__ = ["policy_endpoint"]
+__all__ = ["CapturedPolicy", "captured_policy", "policy_endpoint"]
+
+
+@dataclass(frozen=True)
+class CapturedPolicy:
+    """A policy served on loopback by :func:`captured_policy`."""
+
+    #: ``http://127.0.0.1:PORT/v1``: what an OpenAI client (or a rollout pool) takes as its base URL.
+    base_url: str
+    #: Where the endpoint records the calls made with an open capture session.
+    capture: CaptureStore
+    #: The endpoint itself (e.g. for :meth:`PolicyServer.replace_backend`).
+    server: PolicyServer
+
+
+@contextlib.contextmanager
+def captured_policy(backend: PolicyBackend) -> Iterator[CapturedPolicy]:
+    """Serve ``backend`` on loopback from a background thread, recording calls into a fresh :class:`CaptureStore`.
+
+    The endpoint takes no token (loopback only); each episode's capture session id is its API key. The server
+    stops when the block ends.
+
+    Raises:
+        ServerStartError: the endpoint could not bind a port.
+    """
+    capture = CaptureStore()
+    with PolicyServer(backend, capture=capture, token="").run_in_thread() as server:
+        yield CapturedPolicy(server.base_url, capture, server)
 
 
 @contextlib.asynccontextmanager

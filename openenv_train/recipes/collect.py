@@ -175,12 +175,10 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         capture = None
         if isinstance(policy, Path):  # a local model: serve it on loopback and record its calls into the rows
-            from ..policy import LocalBackend, PolicyServer
-            from ..trace import CaptureStore
+            from ..policy import LocalBackend, captured_policy
 
-            capture = CaptureStore()
-            server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture, token="").run_in_thread())
-            policy = server.base_url
+            served = stack.enter_context(captured_policy(LocalBackend(str(policy))))
+            capture, policy = served.capture, served.base_url
         writer = stack.enter_context(TraceWriter(out, resume=True))
         pool = stack.enter_context(RolloutPool(cfg.env, policy, config=pool_cfg, writer=writer, capture=capture))
         rows = pool.run(specs)

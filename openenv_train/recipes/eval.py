@@ -120,23 +120,22 @@ def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
 
 def run(cfg: EvalConfig) -> dict[str, Any]:
     """Play the episodes with the model (greedy by default) and write traces and the summary."""
-    from ..policy import FixedSampling, PolicyServer
+    from ..policy import FixedSampling, captured_policy
     from ..pool import EpisodeSpec, PoolConfig, RolloutPool
-    from ..trace import CaptureStore, TraceWriter
+    from ..trace import TraceWriter
     from ._wordle import game_metrics
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    capture = CaptureStore()
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=cfg.per_turn_tokens)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
                           max_turns=cfg.max_turns, client="mcp" if kind == "tool" else "generic",
                           show_progress=cfg.show_progress, run_id=cfg.name)
     specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
              for i, task in enumerate(_episode_tasks(cfg, kind))]
-    with PolicyServer(backend, capture=capture, token="").run_in_thread() as server, TraceWriter(out, resume=True) as writer, \
-            RolloutPool(cfg.env, server.base_url, agent=_agent(kind), config=pool_cfg, writer=writer,
-                        capture=capture) as pool:
+    with captured_policy(backend) as served, TraceWriter(out, resume=True) as writer, \
+            RolloutPool(cfg.env, served.base_url, agent=_agent(kind), config=pool_cfg, writer=writer,
+                        capture=served.capture) as pool:
         rows = pool.run(specs)
 
     def metrics(row: Any) -> dict[str, float]:
