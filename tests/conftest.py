@@ -48,10 +48,11 @@ def anyio_backend() -> str:
 def ray_local() -> Iterator[Any]:
     """A local Ray for each test module (so the ``ray start`` test owns the machine's Ray alone)."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
+    from openenv_train.pool import start_private_ray
     from tests.pool import _support
 
     ray.cloudpickle.register_pickle_by_value(_support)  # the test policies live in a module workers cannot import
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_private_ray(2, log_to_driver=False)  # private: a user's `ray start` or a stale cluster file is ignored
     try:
         yield ray
     finally:

@@ -32,7 +32,8 @@ def _policy_spec(env: str, policy: str) -> str:
 
 @app.command()
 def collect(
-    env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, or a running server's URL.")],
+    env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, a running server's URL, or a "
+                                            "fleet of servers: URL1,URL2,... or a file listing URLs (one a line).")],
     policy: Annotated[str, typer.Option(help="scripted (the env's solver: wordle), random (random valid actions or "
                                              "tool calls), a local model folder, or an OpenAI-compatible URL.")],
     episodes: Annotated[int, typer.Option("-n", "--episodes", help="Episodes to play (reset seeds SEED..SEED+N-1).")],
@@ -48,6 +49,8 @@ def collect(
     temperature: Annotated[float, typer.Option(help="Sampling temperature (model and URL policies).")] = 1.0,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local Ray).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = False,
+    server_capacity: Annotated[int | None, typer.Option(help="Fleets: sessions per server (default: what each "
+                                                               "server's /metadata publishes, else no cap).")] = None,
 ) -> None:
     """Play N episodes of ENV with a policy in the Ray rollout pool; write TrainingTrace rows (Parquet).
 
@@ -59,6 +62,8 @@ def collect(
     if ":" in env:  # a module:Class of the working directory: the env servers import it from there
         sys.path.insert(0, os.getcwd())
         pool["env_vars"] = {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    if server_capacity is not None:
+        pool["server_capacity"] = server_capacity
     if policy not in ("scripted", "random"):
         pool["sampling"] = {"max_tokens": max_tokens, "temperature": temperature}
     try:

@@ -1,8 +1,9 @@
 """``openenv-train import SOURCE``: bring an OpenEnv env folder (or Space) or a folder of Harbor tasks in.
 
-- An OpenEnv env folder (``openenv.yaml`` + ``server/app.py`` calling openenv-core's ``create_app``) is copied
-  unchanged next to a generated adapter module whose Environment subclass wraps theirs, so openenv-train's
-  server, clients and pool serve it.
+- An OpenEnv env folder (``openenv.yaml`` + ``server/app.py`` calling OpenEnv's ``create_app``, in any form) is
+  copied unchanged next to a generated adapter module whose Environment wraps theirs (``load_env_folder``), so
+  openenv-train's server, clients and pool serve it. Dependencies its ``pyproject.toml`` declares and this Python
+  lacks are named with the exact ``pip install`` line (``--install`` runs it).
 - A Space (``https://huggingface.co/spaces/USER/NAME`` or any git URL) is cloned first, when reachable.
 - A Harbor task folder, or a folder of them, becomes a dataset folder of checked task copies plus
   ``tasks.json``, ready for ``openenv-train harbor run DIR``.
@@ -64,7 +65,43 @@ def _clone(url: str, into: Path) -> Path:
     return target
 
 
-def _import_env(folder: Path, out: Path) -> list[str]:
+_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from openenv_train.server import MCPEnvironment
+cls = getattr(__import__(sys.argv[2]), sys.argv[3])
+print(json.dumps({"class": cls.__qualname__, "mcp": issubclass(cls, MCPEnvironment)}))
+"""
+
+
+def _static_names(app_file: Path) -> str:
+    """What static parsing of the app file found, for the report (the app is found by importing it)."""
+    try:
+        names = find_create_app(app_file.read_text())
+    except (ValueError, SyntaxError):
+        return f"{app_file.name} has no create_app(Env, Action, Observation) call with plain names; found the app by importing it"
+    return f"create_app({names['factory']}, {names['action']}, {names['observation']}) in {app_file.name}"
+
+
+def _check_adapter(name: str, out: Path, adapter: str, cls: str, tried: str) -> dict[str, Any]:
+    """Import the written adapter in a fresh Python; a failure says what was tried and what to do."""
+    import os
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(out), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _CHECK, str(out), adapter, cls], capture_output=True, text=True,
+                          env=env, timeout=300)
+    if done.returncode != 0:
+        tail = "\n    ".join(done.stderr.strip().splitlines()[-4:])
+        raise ValueError(f"the OpenEnv env {name!r} was copied to {out / name} but does not load: {tried}; then "
+                         f"importing its app failed:\n    {tail}\nfix the env or install what it imports, then run "
+                         f"'cd {out} && PYTHONPATH=. python -c \"import {adapter}\"' to check")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _import_env(folder: Path, out: Path, install: bool = False) -> list[str]:
+    from ._env_deps import install_line, missing_requirements, pip_install
+
     manifest = yaml.safe_load((folder / "openenv.yaml").read_text()) or {}
     name = str(manifest.get("name", ""))
     if not name.isidentifier():
@@ -73,20 +110,28 @@ def _import_env(folder: Path, out: Path) -> list[str]:
     app_file = folder / (module.replace(".", "/") + ".py")
     if not app_file.is_file():
         raise ValueError(f"{app_file} not found (openenv.yaml app: {manifest.get('app')!r})")
-    names = find_create_app(app_file.read_text())
+    lines = []
+    missing = missing_requirements(folder)
+    if missing and not install:
+        raise ValueError(f"the OpenEnv env {name!r} needs packages this Python lacks ({folder / 'pyproject.toml'}): "
+                         f"{', '.join(missing)}; install them with\n    {install_line(missing)}\nor rerun with --install")
+    if missing:
+        pip_install(missing)
+        lines.append(f"installed: {install_line(missing)}")
     out.mkdir(parents=True, exist_ok=True)
     if (out / name).exists():
         raise ValueError(f"{out / name} already exists; pick another -o folder")
     shutil.copytree(folder, out / name, ignore=_IGNORE)
     adapter = f"{name}_openenv_train"
-    values = {"__ADAPTER_MODULE__": adapter, "__APP_MODULE__": module, "__FACTORY__": names["factory"],
-              "__ACTION__": names["action"], "__OBSERVATION__": names["observation"], **replacements(name)}
+    values = {"__ADAPTER_MODULE__": adapter, **replacements(name)}
     rendered = render_tree(TEMPLATES / "import", out, values)
     rendered[0].rename(out / f"{adapter}.py")
     cls = replacements(name)["__ENV_CLASS_NAME__"] + "Adapter"
-    return [f"imported the OpenEnv env {name!r} into {out}",
-            f"serve: cd {out} && PYTHONPATH=. openenv-train serve {adapter}:{cls}",
-            f"use in code: env='{adapter}:{cls}' (with {out} on PYTHONPATH); it needs openenv-core installed"]
+    info = _check_adapter(name, out, adapter, cls, _static_names(app_file))
+    kind = "an MCP env (its tools are listed on /mcp and in list_tools steps)" if info["mcp"] else "a typed env"
+    return [*lines, f"imported the OpenEnv env {name!r} into {out}: {kind}",
+            f"serve: cd {out} && PYTHONPATH=. openenv-train serve {adapter}:{cls}   (or: openenv-train serve {out / name})",
+            f"use in code: env='{adapter}:{cls}' (with {out} on PYTHONPATH)"]
 
 
 def _import_tasks(source: Path, out: Path) -> list[str]:
@@ -118,6 +163,8 @@ def _import_tasks(source: Path, out: Path) -> list[str]:
 def import_(
     source: Annotated[str, typer.Argument(help="OpenEnv env folder, Space / git URL, or Harbor task folder(s).")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Folder to write (default: ./NAME_import).")] = None,
+    install: Annotated[bool, typer.Option("--install", help="pip-install the env's missing dependencies (its "
+                                                            "pyproject.toml) into this Python first.")] = False,
 ) -> None:
     """Import an OpenEnv environment (served through a generated adapter) or Harbor tasks (as a dataset folder).
 
@@ -134,7 +181,7 @@ def import_(
         out = output or Path(f"{folder.resolve().name}_import")
         try:
             if (folder / "openenv.yaml").is_file():
-                lines = _import_env(folder, out)
+                lines = _import_env(folder, out, install)
             elif (folder / "task.toml").is_file() or any(folder.glob("*/task.toml")):
                 lines = _import_tasks(folder, out)
             else:

@@ -14,7 +14,9 @@ from ._app import app, err, fail
 @app.command()
 def serve(
     ctx: typer.Context,
-    env: Annotated[str, typer.Argument(help="Catalog name (see 'openenv-train catalog') or package.module:ClassName.")],
+    env: Annotated[str | None, typer.Argument(help="Catalog name (see 'openenv-train catalog'), package.module:ClassName, "
+                                                   "or an env folder with openenv.yaml (default: the working "
+                                                   "directory's).")] = None,
     host: Annotated[str, typer.Option(help="Interface to bind; loopback unless you mean to expose it.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8000,
     max_sessions: Annotated[int, typer.Option(help="Most concurrent sessions.", envvar="MAX_CONCURRENT_ENVS")] = 1024,
@@ -34,15 +36,35 @@ def serve(
     web: Annotated[bool, typer.Option(help="Also serve a playground page at /web (action form, reset/step, history).")] = False,
     reload: Annotated[bool, typer.Option(help="Restart the server when a .py file of the env's package (the working "
                                               "directory's, for a top-level module) changes; for development.")] = False,
+    workers: Annotated[int, typer.Option(help="Server processes behind the one TCP port (SO_REUSEPORT), one per core "
+                                              "you give it; a session is one connection, so it stays in one worker. "
+                                              "A worker that dies is restarted.")] = 1,
+    reuse_port: Annotated[bool, typer.Option(hidden=True, help="Bind with SO_REUSEPORT (a --workers worker).")] = False,
 ) -> None:
     """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp."""
     from ..envs import load_env_class
     from ..server import ServerConfig, run_server
 
+    if env is None:
+        if not os.path.isfile("openenv.yaml"):
+            raise fail("give an env to serve (a catalog name, module:Class or env folder), or run 'serve' inside an "
+                       "env folder (one with openenv.yaml)", code=2)
+        env = "."
     try:
         env_cls = load_env_class(env)
     except EnvLoadError as exc:
         raise fail(str(exc), code=2) from None
+    if workers < 1:
+        raise fail(f"--workers must be >= 1, got {workers}", code=2)
+    if workers > 1:
+        if uds or sandbox or reload:
+            raise fail("--workers shares one TCP port between processes; it does not combine with --uds, --sandbox "
+                       "or --reload (run one server per socket instead)", code=2)
+        from ..server import serve_workers
+
+        argv = _child_argv(ctx, skip=frozenset({"workers", "host", "port", "ready_file", "parent_pid", "reuse_port"}))
+        raise typer.Exit(serve_workers(argv, workers=workers, host=host, port=port, ready_file=ready_file,
+                                       parent_pid=parent_pid))
     if reload:
         raise typer.Exit(_serve_with_reload(_watch_root(env, env_cls), _child_argv(ctx)))
     if sandbox:
@@ -55,7 +77,8 @@ def serve(
     try:
         config = ServerConfig(host=host, port=port, uds=uds, max_sessions=max_sessions,
                               idle_timeout_s=idle_timeout or None, max_message_size=max_message_size, web=web,
-                              token_file=token_file, max_messages_per_s=max_messages_per_s, message_burst=message_burst)
+                              token_file=token_file, max_messages_per_s=max_messages_per_s, message_burst=message_burst,
+                              reuse_port=reuse_port)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     run_server(env_cls, config, parent_pid=parent_pid, ready_file=ready_file)
@@ -99,6 +122,10 @@ def _watch_root(env: str, env_cls: type) -> str:
     import importlib.util
     import sys
 
+    from ..envs import is_env_folder
+
+    if is_env_folder(env):
+        return os.path.abspath(os.path.expanduser(env))
     module_file = getattr(sys.modules.get(env_cls.__module__), "__file__", None) or os.getcwd()
     if ":" not in env:
         return os.path.dirname(os.path.abspath(module_file))
@@ -107,12 +134,12 @@ def _watch_root(env: str, env_cls: type) -> str:
     return os.path.dirname(os.path.abspath(origin))  # a package's folder, or a top-level module's (the working dir)
 
 
-def _child_argv(ctx: typer.Context) -> list[str]:
-    """This ``serve`` command line without ``--reload``, rebuilt from the parsed options."""
+def _child_argv(ctx: typer.Context, skip: frozenset[str] = frozenset({"reload"})) -> list[str]:
+    """This ``serve`` command line without the options in ``skip`` (``--reload``), rebuilt from the parsed options."""
     argv: list[str] = []
     for param in ctx.command.params:
         value = ctx.params.get(param.name or "")
-        if param.name == "reload" or value is None:
+        if param.name in skip or value is None:
             continue
         if param.param_type_name == "argument":
             argv.insert(0, str(value))

@@ -14,6 +14,7 @@ from ._endpoint import Endpoint, http_get_json, wait_healthy, ws_url
 from ._mcp_client import MCPToolClient, ToolCallError
 from ._provider import Provider
 from ._sync import SyncEnvClient
+from ._typed import TypedEnvClient, TypedMCPClient
 
 if TYPE_CHECKING:
     from ..containers import docker_available
@@ -46,6 +47,8 @@ __all__ = [
     "RemoteProvider",
     "SyncEnvClient",
     "ToolCallError",
+    "TypedEnvClient",
+    "TypedMCPClient",
     "UnixSocketProvider",
     "docker_available",
     "from_env",

@@ -234,6 +234,10 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         own = data.get("observation", {})
         reward, done = data.get("reward"), bool(data.get("done", False))
         metadata = data.get("metadata") or {}
+        if isinstance(own, dict) and "metadata" in own:
+            # openenv >= 0.10 servers repeat the metadata inside the observation; results keep it in one place
+            own = dict(own)
+            metadata = own.pop("metadata") or metadata
         if self._obs_adapter is None:
             return StepResult(observation=own, reward=reward, done=done, metadata=metadata)
         try:

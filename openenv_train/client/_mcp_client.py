@@ -40,8 +40,9 @@ class MCPToolClient(EnvClient[Any, Observation, Any]):
         self._tools: list[Tool] | None = None
 
     def _result(self, data: dict[str, Any]) -> StepResult[Any]:
-        own = data.get("observation") or {}
+        own = dict(data.get("observation") or {})
         reward, done, metadata = data.get("reward"), bool(data.get("done", False)), data.get("metadata") or {}
+        metadata = own.pop("metadata", None) or metadata  # openenv >= 0.10 repeats it inside the observation
         common = {"reward": reward, "done": done, "metadata": metadata}
         if "tools" in own:
             obs: Observation = ListToolsObservation.model_validate({**own, **common})

@@ -1,5 +1,23 @@
-"""The built-in catalog: each environment by name, loaded lazily from its ``module:Class`` entry point."""
+"""The built-in catalog: each environment by name, loaded lazily from its ``module:Class`` entry point.
 
-from ._catalog import CATALOG, EnvSpec, get_spec, list_envs, load_env_class, register
+Env folders in OpenEnv's layout (``openenv.yaml``) load too, whether their app is our Environment class or an
+OpenEnv ``create_app`` app (``load_env_folder``, ``wrap_openenv_app``).
+"""
 
-__all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
+from ._catalog import CATALOG, EnvSpec, get_spec, is_env_folder, list_envs, load_env_class, register
+from ._openenv import OpenEnvObservation, find_openenv_server, load_env_folder, wrap_openenv_app, wrap_openenv_env
+
+__all__ = [
+    "CATALOG",
+    "EnvSpec",
+    "OpenEnvObservation",
+    "find_openenv_server",
+    "get_spec",
+    "is_env_folder",
+    "list_envs",
+    "load_env_class",
+    "load_env_folder",
+    "register",
+    "wrap_openenv_app",
+    "wrap_openenv_env",
+]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
+from ._spiel_games import GAMES as SPIEL_GAMES
+from ._textarena_games import TEXTARENA_GAMES
 
-__all__ = ["CATALOG", "EnvSpec", "get_spec", "list_envs", "load_env_class", "register"]
+__all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "register"]
 
 
 @dataclass(frozen=True)
@@ -25,9 +30,29 @@ class EnvSpec:
     dependencies: tuple[str, ...] = field(default=())
     """Extra PyPI packages the env needs beyond the core install."""
     tags: tuple[str, ...] = field(default=())
+    family: str = "other"
+    """The group ``openenv-train catalog`` lists it under (games, board games, puzzles, finance, tools, ...)."""
+    extra: str | None = None
+    """The optional extra that installs ``dependencies`` (``pip install 'openenv-train[EXTRA]'``)."""
+    modules: tuple[str, ...] = field(default=())
+    """Import names the extra provides, checked before the entry point is imported."""
+
+    @property
+    def install(self) -> str:
+        """The install line of the env's extra, or empty when the core install is enough."""
+        return f"pip install 'openenv-train[{self.extra}]'" if self.extra else ""
 
     def load(self) -> type[Environment[Any, Any, Any]]:
-        """Import the entry point's class."""
+        """Import the entry point's class.
+
+        Raises:
+            EnvLoadError: the env's extra is not installed (the message gives the install line).
+        """
+        missing = [m for m in self.modules if importlib.util.find_spec(m) is None]
+        if missing:
+            raise EnvLoadError(
+                f"the {self.name!r} env needs {', '.join(missing)}, which is not installed: {self.install}"
+            )
         return load_class(self.entry_point)
 
 
@@ -63,8 +88,19 @@ def get_spec(name: str) -> EnvSpec:
     return spec
 
 
+def is_env_folder(name_or_path: str) -> bool:
+    """Whether ``name_or_path`` names an env folder (``openenv.yaml``) rather than a catalog env."""
+    path = Path(name_or_path)
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or os.sep in name_or_path or name_or_path not in CATALOG
+    return ":" not in name_or_path and looks_like_path and (path.expanduser() / "openenv.yaml").is_file()
+
+
 def load_env_class(name_or_path: str) -> type[Environment[Any, Any, Any]]:
-    """A catalog name (``echo``) or a ``module:Class`` path to its Environment class."""
+    """A catalog name (``echo``), a ``module:Class`` path or an env folder (``openenv.yaml``) to its Environment class."""
+    if is_env_folder(name_or_path):
+        from ._openenv import load_env_folder
+
+        return load_env_folder(Path(name_or_path).expanduser())
     if ":" in name_or_path:
         return load_class(name_or_path)
     return get_spec(name_or_path).load()
@@ -73,12 +109,14 @@ def load_env_class(name_or_path: str) -> type[Environment[Any, Any, Any]]:
 register(EnvSpec(
     "echo", "openenv_train.envs.echo:EchoEnvironment", "MCP tools that echo a message (OpenEnv's echo_env).",
     action='{"type": "call_tool", "tool_name": "echo_message"|"echo_with_length", "arguments": {"message": str}}',
-    reward="none (0.0 on reset, null on steps)", tags=("mcp", "test"),
+    reward="none (0.0 on reset, null on steps)", family="test",
+    tags=("mcp", "test"),
 ))
 register(EnvSpec(
     "counter", "openenv_train.envs.counter:CounterEnvironment",
     "Add to a counter until it reaches a target; a tiny typed env.",
-    action='{"delta": int}', reward="1.0 for landing exactly on the target, else 0.0", tags=("test",),
+    action='{"delta": int}', reward="1.0 for landing exactly on the target, else 0.0", family="test",
+    tags=("test",),
 ))
 
 # -- wordle ----------------------------------------------------------------------------------------------
@@ -88,6 +126,7 @@ register(EnvSpec(
     action='{"message": str} (the guess as "[crane]")',
     reward="1.0 for a win; out of guesses or a second invalid move in a row: (greens + 0.5*yellows)/5 "
            "of the last valid guess; 0.0 before the end",
+    family="puzzles",
     tags=("game", "text", "textarena"),
 ))
 # -- coding and repl (sandboxed) -------------------------------------------------------------------------
@@ -95,49 +134,57 @@ register(EnvSpec(
     "coding", "openenv_train.envs.coding:CodingEnvironment",
     "Write a Python function in the OS sandbox; a submit runs hidden unit tests.",
     action='{"code": str, "submit": bool}', reward="fraction of hidden tests passed on submit, else 0.0",
+    family="coding",
     tags=("code", "sandbox"),
 ))
 register(EnvSpec(
     "repl", "openenv_train.envs.repl:ReplEnvironment",
     "Answer a question with a persistent Python session in the OS sandbox; FINAL(answer) ends it.",
     action='{"code": str}', reward="1.0 for a FINAL answer that matches, else 0.0",
-    dependencies=("cloudpickle>=3.0,<4",), tags=("code", "sandbox", "rlm"),
+    dependencies=("cloudpickle>=3.0,<4",), family="coding",
+    tags=("code", "sandbox", "rlm"),
 ))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
     "tic_tac_toe", "openenv_train.envs.openspiel:TicTacToeEnvironment",
     "Tic-tac-toe against a random, fixed or heuristic opponent (OpenSpiel's tic_tac_toe, pure Python).",
     action='{"action_id": int}  (cell 0..8 = row*3+col)', reward="1 win, -1 loss, 0 draw on the final step",
+    family="board games",
     tags=("openspiel", "game", "two-player"),
 ))
 register(EnvSpec(
     "connect4", "openenv_train.envs.openspiel:ConnectFourEnvironment",
     "Connect four against a random, fixed or heuristic opponent (OpenSpiel's connect_four, pure Python).",
     action='{"action_id": int}  (column 0..6)', reward="1 win, -1 loss, 0 draw on the final step",
+    family="board games",
     tags=("openspiel", "game", "two-player"),
 ))
 register(EnvSpec(
     "catch", "openenv_train.envs.openspiel:CatchEnvironment",
     "Move a paddle to catch a falling ball (OpenSpiel's catch, pure Python).",
     action='{"action_id": int}  (0 left, 1 stay, 2 right)', reward="1 caught, -1 missed on the final step",
+    family="games",
     tags=("openspiel", "game", "single-player"),
 ))
 register(EnvSpec(
     "blackjack", "openenv_train.envs.openspiel:BlackjackEnvironment",
     "Blackjack against OpenSpiel's fixed dealer (OpenSpiel's blackjack, pure Python).",
     action='{"action_id": int}  (0 hit, 1 stand)', reward="1 win, -1 loss, 0 push on the final step",
+    family="card games",
     tags=("openspiel", "game", "single-player", "stochastic"),
 ))
 register(EnvSpec(
     "2048", "openenv_train.envs.openspiel:TwentyFortyEightEnvironment",
     "The 2048 sliding-tile game with seeded tile spawns (OpenSpiel's 2048, pure Python).",
     action='{"action_id": int}  (0 up, 1 right, 2 down, 3 left)', reward="points of the tiles merged by each move",
+    family="puzzles",
     tags=("openspiel", "game", "single-player", "stochastic"),
 ))
 register(EnvSpec(
     "kuhn_poker", "openenv_train.envs.openspiel:KuhnPokerEnvironment",
     "Two-player Kuhn poker against a random, fixed or heuristic opponent (OpenSpiel's kuhn_poker, pure Python).",
     action='{"action_id": int}  (0 pass/fold, 1 bet/call)', reward="chips won or lost (+-1 or +-2) on the final step",
+    family="card games",
     tags=("openspiel", "game", "two-player", "imperfect-information"),
 ))
 # -- chess and grid worlds -------------------------------------------------------------------------------
@@ -146,32 +193,37 @@ register(EnvSpec(
     "Chess against a seeded random or shallow alpha-beta opponent (python-chess).",
     action='{"move": str} in UCI ("e2e4") or SAN ("Nf3")',
     reward="+1 win, -1 loss, 0 draw at the end of the game; 0.0 otherwise",
-    dependencies=("chess>=1.10,<2",), tags=("game", "board-game", "two-player"),
+    dependencies=("chess>=1.10,<2",), family="board games",
+    tags=("game", "board-game", "two-player"),
 ))
 register(EnvSpec(
     "maze", "openenv_train.envs.gridworlds:MazeEnvironment",
     "A seeded perfect maze: walk from the top-left cell to the exit; walls block moves.",
     action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}',
-    reward="1.0 on reaching the exit; -step_penalty (default 0) per other step", tags=("game", "grid"),
+    reward="1.0 on reaching the exit; -step_penalty (default 0) per other step", family="grid worlds",
+    tags=("game", "grid"),
 ))
 register(EnvSpec(
     "grid_world", "openenv_train.envs.gridworlds:GridWorldEnvironment",
     "The classic gridworld: reach the goal, avoid pits; seeded layouts and optional slippery moves.",
     action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}',
-    reward="+1 goal, -1 pit (both end it); -step_cost (default 0.01) per other step", tags=("game", "grid"),
+    reward="+1 goal, -1 pit (both end it); -step_cost (default 0.01) per other step", family="grid worlds",
+    tags=("game", "grid"),
 ))
 register(EnvSpec(
     "snake", "openenv_train.envs.gridworlds:SnakeEnvironment",
     "Snake on a square board: eat seeded food to grow; the edge or your own body kills you.",
     action='{"direction": "up"|"down"|"left"|"right"} or {"action_id": 0-3}; {} keeps the heading',
-    reward="+1 per food eaten, -1 on death, 0.0 otherwise", tags=("game", "grid"),
+    reward="+1 per food eaten, -1 on death, 0.0 otherwise", family="grid worlds",
+    tags=("game", "grid"),
 ))
 # -- reasoning_gym and sql_tools -------------------------------------------------------------------------
 register(EnvSpec(
     "reasoning_gym", "openenv_train.envs.reasoning_gym:ReasoningGymEnvironment",
     "One procedurally generated question from a reasoning-gym dataset; one answer, scored by its score_answer.",
     action='{"answer": str}', reward="the dataset's score_answer in [0, 1] for the one answer (1.0 = correct)",
-    dependencies=("reasoning-gym>=0.1.25,<0.2",), tags=("reasoning", "single-turn"),
+    dependencies=("reasoning-gym>=0.1.25,<0.2",), family="reasoning", extra="reasoning-gym", modules=("reasoning_gym",),
+    tags=("reasoning", "single-turn"),
 ))
 register(EnvSpec(
     "sql_tools", "openenv_train.envs.sql_tools:SQLToolsEnvironment",
@@ -179,5 +231,92 @@ register(EnvSpec(
     action='{"type": "call_tool", "tool_name": "get_question"|"list_tables"|"describe_table"|"query"|"submit_answer", '
            '"arguments": {...}}',
     reward="1.0 for a correct submit_answer (numbers within 1e-4 relative), else 0.0; submit ends the episode",
+    family="tools",
     tags=("mcp", "sql", "tool-use"),
 ))
+# -- finance -------------------------------------------------------------------------------------------
+register(EnvSpec(
+    "trading", "openenv_train.envs.trading:TradingEnvironment",
+    "Trade seeded synthetic markets (GBM with regimes and jumps) one bar a step, with fees and slippage.",
+    action='{"side": "buy"|"sell"|"hold", "size": float} or {"target_position": float} or '
+           '{"actions": [float in -1..1 per asset]} (OpenEnv finrl_env)',
+    reward="change in log equity over the bar, net of costs; the end reports return vs buy-and-hold, Sharpe, "
+           "max drawdown", family="finance", tags=("finance", "stochastic"),
+))
+register(EnvSpec(
+    "trading_mcp", "openenv_train.envs.trading:TradingMCPEnvironment",
+    "The trading simulator as MCP tools: get_quote, get_history, place_order, get_portfolio, advance.",
+    action='{"type": "call_tool", "tool_name": "get_quote"|"get_history"|"place_order"|"get_portfolio"|"advance", '
+           '"arguments": {...}}',
+    reward="advance pays the change in log equity over the bars it moved; other tools null",
+    family="finance", tags=("mcp", "finance", "tool-use"),
+))
+# -- OpenSpiel through pyspiel (the [openspiel] extra) ---------------------------------------------------
+_SPIEL_FAMILY = {"liars_dice": "card games", "leduc_poker": "card games", "goofspiel": "card games",
+                 "battleship": "games"}
+
+
+def _spiel_class(key: str) -> str:
+    return "Spiel" + "".join(word.capitalize() for word in key.split("_")) + "Environment"
+
+
+for _game in SPIEL_GAMES.values():
+    register(EnvSpec(
+        f"openspiel/{_game.key}", f"openenv_train.envs.spiel:{_spiel_class(_game.key)}",
+        f"{_game.blurb} (OpenSpiel's {_game.name} through pyspiel; random or MCTS opponent.)",
+        action='{"action_id": int} (one of legal_actions; legal_action_names says what each is)',
+        reward="the agent's pyspiel reward after its move and the replies (the game's return at the end)",
+        dependencies=("open_spiel==2.0.2",), family=_SPIEL_FAMILY.get(_game.key, "board games"),
+        extra="openspiel", modules=("pyspiel",), tags=("openspiel", "pyspiel", "game", "two-player"),
+    ))
+# -- TextArena (the [textarena] extra) -----------------------------------------------------------------
+for _ta in TEXTARENA_GAMES.values():
+    register(EnvSpec(
+        f"textarena/{_ta.key}",
+        "openenv_train.envs.textarena_games:TextArena"
+        + "".join(word.capitalize() for word in _ta.key.split("_")) + "Environment",
+        f"{_ta.blurb} (TextArena's {_ta.env_id}.)",
+        action='{"message": str} (the move in the game\'s bracket format)',
+        reward="TextArena's reward when the game ends (1.0 solved); 0.0 before",
+        dependencies=("textarena==0.7.4",), family=_ta.family, extra="textarena", modules=("textarena",),
+        tags=("textarena", "text", "puzzle", "single-player"),
+    ))
+# -- tool envs over MCP ----------------------------------------------------------------------------------
+register(EnvSpec(
+    "calendar", "openenv_train.envs.calendar_tools:CalendarEnvironment",
+    "Carry out a calendar or todo request (schedule, move, cancel, complete, add) with tools over SQLite.",
+    action='{"type": "call_tool", "tool_name": "list_events"|"find_free_slots"|"create_event"|"move_event"|'
+           '"delete_event"|"list_todos"|"add_todo"|"complete_todo"|"submit"|..., "arguments": {...}}',
+    reward="1.0 when submit finds the store meets the request, else 0.0; submit ends the episode",
+    family="tools", tags=("mcp", "tool-use", "sqlite"),
+))
+register(EnvSpec(
+    "mock_apis", "openenv_train.envs.mock_apis:MockAPIEnvironment",
+    "Answer a request by calling mock APIs (weather, currency, stocks, flights, messages), BFCL-style.",
+    action='{"type": "call_tool", "tool_name": "get_weather"|"convert_currency"|"get_stock_price"|'
+           '"search_flights"|"book_flight"|"send_message"|"submit_answer"|..., "arguments": {...}}',
+    reward="on submit_answer: share of the needed calls made with matching arguments, plus the answer",
+    family="tools", tags=("mcp", "tool-use", "function-calling"),
+))
+# -- browser navigation (MiniWoB++ in headless Chromium) -------------------------------------------------
+_BROWSER_ACTION = ('{"action_str": str}  (BrowserGym actions: click(\'13\'), fill(\'7\', \'text\'), '
+                   'select_option(bid, opt), press(bid, key), check/uncheck(bid), scroll(dx, dy), noop())')
+_BROWSER_REWARD = "MiniWoB's raw reward when the task ends (1.0 success, -1.0 failure, partial on some), else 0.0"
+_BROWSER_DEPS = ("miniwob>=1.1,<2", "selenium>=4.20", "Debian chromium + chromium-driver")
+register(EnvSpec(
+    "browser", "openenv_train.envs.browser:BrowserEnvironment",
+    "A MiniWoB++ web task (drawn by seed from the 17 below) in a real headless Chromium; wire-compatible with "
+    "OpenEnv's browsergym_env.",
+    action=_BROWSER_ACTION, reward=_BROWSER_REWARD, dependencies=_BROWSER_DEPS, family="browser", extra="browser",
+    modules=("miniwob", "selenium"), tags=("browser", "web", "miniwob"),
+))
+for _task in ("click-button", "click-button-sequence", "click-checkboxes", "click-link", "click-option", "click-tab",
+              "click-dialog", "click-collapsible", "enter-text", "enter-text-2", "enter-password", "login-user",
+              "choose-list", "focus-text", "focus-text-2", "navigate-tree", "use-autocomplete"):
+    _cls = "".join(part.capitalize() for part in _task.split("-")) + "BrowserEnvironment"
+    register(EnvSpec(
+        f"browser/{_task}", f"openenv_train.envs.browser:{_cls}",
+        f"The MiniWoB++ task {_task} in a real headless Chromium (the browser env with this task).",
+        action=_BROWSER_ACTION, reward=_BROWSER_REWARD, dependencies=_BROWSER_DEPS, family="browser",
+        extra="browser", modules=("miniwob", "selenium"), tags=("browser", "web", "miniwob"),
+    ))

@@ -6,6 +6,8 @@
 - :mod:`openenv_train.integrations.art`: trace rows -> ``art.Trajectory``/``TrajectoryGroup``, and
   :func:`~openenv_train.integrations.art.make_art_rollout` for ART's training loop (ART imported lazily).
 - :mod:`openenv_train.integrations.unsloth`: ``load_model`` with Unsloth on a GPU, else plain transformers.
+- :mod:`openenv_train.integrations.openenv_traces`: traces both ways with OpenEnv's harness (collect jsonl in,
+  TrainingTrace out).
 - :class:`LocalRunner`: episodes in this process (no Ray) against a live model served with capture.
 - :func:`flatten_turns`: an episode's turns as one prompt + completion with an env mask.
 """

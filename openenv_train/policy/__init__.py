@@ -11,6 +11,7 @@
 Importing this package does not import torch or transformers; the backends load them when built.
 """
 
+from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
 from ._endpoint import EndpointConfig, PolicyServer
 from ._errors import (
     AuthenticationFailed,
@@ -28,7 +29,7 @@ from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
 from ._serve import CapturedPolicy, captured_policy, policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
-from ._types import ChatChoice, ChatRequest, ChatResult, Continuation, PolicyBackend, SamplingParams
+from ._types import ChatChoice, ChatRequest, ChatResult, Constraint, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ChatChoice",
     "ChatRequest",
     "ChatResult",
+    "Constraint",
     "ContextLengthExceeded",
     "Continuation",
     "EndpointConfig",
@@ -56,10 +58,13 @@ __all__ = [
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",
+    "build_char_tokenizer",
     "build_tiny_model",
     "build_tiny_tokenizer",
     "captured_policy",
     "completion_json",
+    "encode_char_chat",
+    "is_char_tokenizer",
     "normalise_messages",
     "parse_chat_request",
     "parse_tool_calls",

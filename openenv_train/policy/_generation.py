@@ -7,6 +7,11 @@ Logprobs are ``log_softmax(logits / temperature)`` of the token sampled (raw log
 before top-p/top-k filtering: what TRL recomputes in its loss (it divides the logits by the temperature and
 filters nothing), and what vLLM returns by default (``raw_logprobs``) at temperature 1.
 
+A row with a guide (constrained decoding, :mod:`._guide`) samples from the *masked* distribution: logits of
+tokens the constraint forbids are set to -inf before the temperature, so its logprobs (returned, captured, and
+its top logprobs) are ``log_softmax(masked_logits / temperature)``, renormalised over the allowed tokens (a forced
+token has logprob 0). That is the distribution actually sampled, which vLLM's guided decoding also reports.
+
 torch and transformers are imported when a batch runs, so importing this module is cheap.
 """
 
@@ -16,7 +21,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._errors import BackendFailed
+from ._errors import BackendFailed, InvalidRequest
 from ._types import FinishReason, SamplingParams
 
 if TYPE_CHECKING:
@@ -34,6 +39,8 @@ class Row:
     max_new: int
     seed: int
     stop_ids: frozenset[int]
+    guide: Any = None
+    """A :class:`~._guide.Guide` restricting the tokens (constrained decoding), or None."""
 
 
 @dataclass
@@ -45,7 +52,7 @@ class RowOutput:
     top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
     finish_reason: FinishReason = "length"
     text: str = ""
-    error: BackendFailed | None = None
+    error: BackendFailed | InvalidRequest | None = None
 
 
 class _State:
@@ -60,9 +67,12 @@ class _State:
         import torch
 
         self.generator = torch.Generator(device=device).manual_seed(row.seed)
+        self.guide_state = row.guide.start() if row.guide is not None else None
 
     def push(self, token: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
         out, row = self.out, self.row
+        if row.guide is not None:
+            self.guide_state = row.guide.advance(self.guide_state, token)
         out.token_ids.append(token)
         out.logprobs.append(logprob)
         if top is not None:
@@ -114,14 +124,39 @@ def _sample(scores: torch.Tensor, params: SamplingParams, generator: torch.Gener
     return int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).item())
 
 
+def _mask(logits: torch.Tensor, states: list[_State]) -> torch.Tensor:
+    """Set the logits a row's guide forbids to -inf (one index op for all guided rows); a guided row at a dead end
+    (its regex cannot be continued with this tokenizer's tokens) fails."""
+    import torch
+
+    guided = [i for i, s in enumerate(states) if s.row.guide is not None and not s.done]
+    if not guided:
+        return logits
+    allowed = [states[i].row.guide.allowed(states[i].guide_state) for i in guided]
+    for i, ids in zip(guided, allowed, strict=True):
+        if not len(ids):
+            states[i].out.error = InvalidRequest("the constraint cannot be continued with this model's tokens after "
+                                                 f"{states[i].out.token_ids!r}", param="guided_regex")
+            states[i].done = True
+    rows = torch.repeat_interleave(torch.tensor(guided), torch.tensor([len(a) for a in allowed]))
+    cols = torch.cat(allowed).to(logits.device)
+    rows = rows.to(logits.device)
+    masked = logits.clone()
+    index = torch.tensor(guided, device=logits.device)
+    masked[index] = -torch.inf
+    masked[rows, cols] = logits[rows, cols]
+    return masked
+
+
 def _step(logits: torch.Tensor, states: list[_State]) -> list[int]:
     """Choose the next token of every unfinished row; finished rows get 0 (ignored)."""
     import torch
 
+    finite = torch.isfinite(logits).all(dim=-1).tolist()
+    logits = _mask(logits, states)
     temps = torch.tensor([s.row.params.temperature or 1.0 for s in states], device=logits.device)
     logp = torch.log_softmax(logits / temps[:, None], dim=-1)
     greedy = logits.argmax(dim=-1).tolist()
-    finite = torch.isfinite(logits).all(dim=-1).tolist()
     tokens = []
     for i, state in enumerate(states):
         if state.done:
@@ -137,7 +172,7 @@ def _step(logits: torch.Tensor, states: list[_State]) -> list[int]:
         top = None
         if params.top_logprobs:
             values, ids = torch.topk(logp[i], params.top_logprobs)
-            top = list(zip(ids.tolist(), values.tolist(), strict=True))
+            top = [(t, v) for t, v in zip(ids.tolist(), values.tolist(), strict=True) if v != -torch.inf]
         state.push(token, float(logp[i, token]), top)
         tokens.append(token)
     return tokens

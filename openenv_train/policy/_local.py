@@ -2,6 +2,7 @@
 
 Prompts are rendered with the model's chat template (tools included); completions come back with their exact
 token ids and logprobs (see :mod:`._generation` for which distribution), so every answer is training data.
+Requests may be constrained to a list of choices or a regex (:mod:`._guide`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._batcher import Batcher
+from ._constraints import unsupported_locally
 from ._errors import ContextLengthExceeded, InvalidRequest
 from ._messages import reply_message
 from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason
@@ -31,8 +33,8 @@ class LocalConfig:
 
     batch_window_s: float = 0.005
     """How long a request waits for others to share its batch."""
-    max_batch_rows: int = 32
-    """Most completions generated together."""
+    max_batch_rows: int = 128
+    """Most completions generated together (a small model answers a whole 100-game evaluation turn at once)."""
     default_max_tokens: int = 1024
     """Completion limit when a request sets none (always capped by the context left)."""
     context: int | None = None
@@ -78,6 +80,7 @@ class LocalBackend:
         self.version: int | None = None
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
+        self._guides: Any = None  # GuideCache, built on the first constrained request
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
                                                    max_rows=self.config.max_batch_rows)
 
@@ -103,26 +106,39 @@ class LocalBackend:
         start = time.perf_counter()
         _check_supported(request)
         prompt, continued = await asyncio.to_thread(self._render_locked, request)
+        guide = await asyncio.to_thread(self._guide_locked, request) if request.constraint is not None else None
         if len(prompt) >= self.context:
             raise ContextLengthExceeded(len(prompt), self.context)
         params = request.sampling
         max_new = min(params.max_tokens or self.config.default_max_tokens, self.context - len(prompt))
         seed = params.seed if params.seed is not None else secrets.randbits(63)
         stop_ids = self.eos_ids | frozenset(params.stop_token_ids)
-        rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids) for i in range(params.n)]
+        rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids, guide) for i in range(params.n)]
         render_s = time.perf_counter() - start
         outputs, batch = await self._batcher.submit(rows)
         parse_tools = bool(request.tools) and request.tool_choice != "none"
         choices = [self._choice(out, request, parse_tools) for out in outputs]
         used = {**params.to_json(), "max_tokens": max_new, "seed": seed, "stop_token_ids": sorted(stop_ids)}
-        info = {"backend": "local", "policy_version": self.version, "continued_from": continued,
+        info: dict[str, Any] = {"backend": "local", "policy_version": self.version, "continued_from": continued,
                 "batch_rows": batch.batch_rows,
                 "timings": {"render_s": render_s, "queue_s": batch.queue_s, "generate_s": batch.generate_s}}
+        if request.constraint is not None:  # logprobs are of the masked distribution (see _generation)
+            info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
         return ChatResult(self.model_id, choices, prompt, exact=True, sampling_used=used, info=info)
 
     def _render_locked(self, request: ChatRequest) -> tuple[list[int], str | None]:
         with self._render_lock:
             return self.render(request)
+
+    def _guide_locked(self, request: ChatRequest) -> Any:
+        from ._guide import GuideCache
+
+        assert request.constraint is not None
+        with self._render_lock:
+            if self._guides is None:
+                end = self.tokenizer.eos_token_id
+                self._guides = GuideCache(self.tokenizer, int(end) if end is not None else min(self.eos_ids))
+            return self._guides.get(request.constraint)
 
     def render(self, request: ChatRequest) -> tuple[list[int], str | None]:
         """The prompt ids for a request, and the node id of the earlier turn whose exact ids it reuses.
@@ -195,6 +211,11 @@ def _check_supported(request: ChatRequest) -> None:
     if isinstance(response_format, dict) and response_format.get("type", "text") != "text":
         raise InvalidRequest("structured output ('response_format') is not supported by the local backend",
                              param="response_format")
+    unsupported = unsupported_locally(body)
+    if unsupported is not None:
+        raise InvalidRequest(f"'{unsupported}' is not supported by the local backend (it enforces a list of choices "
+                             "or a regex: guided_choice, guided_regex, structured_outputs.choice/regex)",
+                             param=unsupported.partition(".")[0])
     if request.tool_choice not in (None, "auto", "none"):
         raise InvalidRequest(
             f"tool_choice={request.tool_choice!r} needs constrained decoding, which the local backend does not do; "

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ._constraints import parse_constraint
 from ._errors import InvalidRequest
 from ._messages import normalise_messages
 from ._types import ChatRequest, ChatResult, SamplingParams
@@ -92,7 +93,8 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
     0.0
 
     Raises:
-        InvalidRequest: the body is not an object, a field has the wrong type or range, or streaming is asked.
+        InvalidRequest: the body is not an object, a field has the wrong type or range, streaming is asked, or a
+            constraint (``guided_choice``, ``guided_regex``, ``structured_outputs``) is malformed.
     """
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object with 'messages'")
@@ -137,6 +139,7 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
         return_tokens_as_token_ids=_bool(body, "return_tokens_as_token_ids"),
         chat_template_kwargs=kwargs,
         body=body,
+        constraint=parse_constraint(body),
     )
 
 

@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ._constraints import CONSTRAINT_FIELDS
+from ._errors import InvalidRequest
 from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend
 
 __all__ = ["FixedSampling", "ScriptedBackend"]
@@ -39,7 +41,16 @@ class ScriptedBackend:
         return self._model_id
 
     async def chat(self, request: ChatRequest) -> ChatResult:
-        """Answer with ``reply(messages)`` (``n`` identical choices)."""
+        """Answer with ``reply(messages)`` (``n`` identical choices).
+
+        Raises:
+            InvalidRequest: the request asks for constrained decoding, which a script cannot honour.
+        """
+        if request.constraint is not None:
+            raise InvalidRequest(
+                f"'{request.constraint.field}' asks for constrained decoding, which the scripted backend cannot "
+                "enforce (its replies come from a script, not a model); drop the constraint for scripted policies",
+                param=request.constraint.field.partition(".")[0])
         text = self.reply(request.messages)
         prompt_ids: list[int] | None = None
         completion: list[int] | None = None
@@ -65,20 +76,21 @@ class ScriptedBackend:
 
 
 class FixedSampling:
-    """Serve ``backend`` with ``overrides`` replacing the caller's sampling options.
+    """Serve ``backend`` with ``overrides`` replacing the caller's sampling options; ``constrained=False`` also drops
+    the caller's decoding constraint (to see what the model writes on its own).
 
     >>> FixedSampling(ScriptedBackend(lambda m: "hi"), temperature=0.0).overrides
     {'temperature': 0.0}
     """
 
-    def __init__(self, backend: PolicyBackend, **overrides: Any) -> None:
+    def __init__(self, backend: PolicyBackend, *, constrained: bool = True, **overrides: Any) -> None:
         from ._types import SamplingParams
 
         known = {f.name for f in dataclasses.fields(SamplingParams)}
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}; options: {', '.join(sorted(known))}")
-        self.backend, self.overrides = backend, overrides
+        self.backend, self.overrides, self.constrained = backend, overrides, constrained
 
     @property
     def model_id(self) -> str:
@@ -90,8 +102,14 @@ class FixedSampling:
         body = {**request.body, **{k: list(v) if isinstance(v, tuple) else v for k, v in self.overrides.items()}}
         if "max_tokens" in self.overrides:
             body.pop("max_completion_tokens", None)  # an upstream backend forwards the body: no conflicting cap
+        constraint = request.constraint
+        if not self.constrained:
+            constraint = None
+            for name in CONSTRAINT_FIELDS:
+                body.pop(name, None)
         return await self.backend.chat(dataclasses.replace(
-            request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body))
+            request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body,
+            constraint=constraint))
 
     async def aclose(self) -> None:
         """Close the wrapped backend."""

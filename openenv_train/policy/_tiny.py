@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ._char_tokenizer import build_char_tokenizer
 from ._chat_template import QWEN2_5_CHAT_TEMPLATE
 
 __all__ = ["TinyModelConfig", "build_tiny_model", "build_tiny_tokenizer", "teach_tiny_model"]
@@ -57,14 +58,19 @@ class TinyModelConfig:
     """Longest prompt + completion, in tokens."""
     init_range: float = 0.2
     """Std of the random weights; transformers' 0.02 makes so small a model answer the same whatever the prompt."""
+    tokenizer: str = "bpe"
+    """``bpe``: byte-level BPE with Qwen2.5's chat template; ``char``: one token per character with a compact
+    template (:func:`~openenv_train.policy.build_char_tokenizer`; ``vocab_size`` is then unused)."""
 
     def __post_init__(self) -> None:
+        if self.tokenizer not in ("bpe", "char"):
+            raise ValueError(f"tokenizer must be 'bpe' or 'char', got {self.tokenizer!r}")
         if self.hidden_size % self.heads or self.heads % self.kv_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must divide by heads ({self.heads}) and heads by kv_heads "
                 f"({self.kv_heads}); pick sizes such as hidden_size=64, heads=4, kv_heads=2"
             )
-        if self.vocab_size < 300:
+        if self.tokenizer == "bpe" and self.vocab_size < 300:
             raise ValueError(f"vocab_size must be at least 300 (256 bytes plus chat tokens), got {self.vocab_size}")
 
 
@@ -133,6 +139,7 @@ def build_tiny_model(
     kv_heads: int = 2,
     max_context: int = 4096,
     init_range: float = 0.2,
+    tokenizer: str = "bpe",
 ) -> Path:
     """Build a random-init Qwen2 causal LM and its tokenizer, and save both to ``out_dir``.
 
@@ -150,6 +157,7 @@ def build_tiny_model(
         kv_heads: Key/value heads.
         max_context: Context length, in tokens.
         init_range: Std of the random weights (see :class:`TinyModelConfig`).
+        tokenizer: ``bpe`` (byte-level BPE, Qwen2.5's template) or ``char`` (one token per character).
 
     Returns:
         The folder, as a ``Path``.
@@ -158,15 +166,20 @@ def build_tiny_model(
         ValueError: sizes that do not fit together (see :class:`TinyModelConfig`).
     """
     import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    sizes = TinyModelConfig(vocab_size, hidden_size, intermediate_size, layers, heads, kv_heads, max_context, init_range)
+    sizes = TinyModelConfig(vocab_size, hidden_size, intermediate_size, layers, heads, kv_heads, max_context, init_range,
+                            tokenizer)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tiny_tokenizer(sizes.vocab_size)
-    pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
+    tok = build_char_tokenizer() if sizes.tokenizer == "char" else build_tiny_tokenizer(sizes.vocab_size)
+    pad_id, eos_id = tok.pad_token_id, tok.eos_token_id
+    # transformers loads any qwen2 checkpoint with Qwen2's byte-level tokenizer class; the character tokenizer
+    # goes with the same transformer under the llama name, whose checkpoints keep the tokenizer they were saved with
+    config_type: Any = LlamaConfig if sizes.tokenizer == "char" else Qwen2Config
+    model_type: Any = LlamaForCausalLM if sizes.tokenizer == "char" else Qwen2ForCausalLM
+    config = config_type(
+        vocab_size=len(tok),
         hidden_size=sizes.hidden_size,
         intermediate_size=sizes.intermediate_size,
         num_hidden_layers=sizes.layers,
@@ -181,12 +194,12 @@ def build_tiny_model(
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config).eval()
+        model = model_type(config).eval()
     model.generation_config = GenerationConfig(
         eos_token_id=[eos_id, pad_id], pad_token_id=pad_id, bos_token_id=None, do_sample=True, temperature=1.0
     )
     model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    tok.save_pretrained(out)
     (out / "tiny_model.json").write_text(json.dumps({"seed": seed, **asdict(sizes)}, indent=1) + "\n")
     return out
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["ChatChoice", "ChatRequest", "ChatResult", "Continuation", "FinishReason", "PolicyBackend", "SamplingParams"]
+__all__ = [
+    "ChatChoice", "ChatRequest", "ChatResult", "Constraint", "Continuation", "FinishReason", "PolicyBackend",
+    "SamplingParams",
+]
 
 FinishReason = Literal["stop", "length", "tool_calls"]
 
@@ -59,6 +62,27 @@ class Continuation:
     """The earlier turn's ``node_id``."""
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """A restriction on the completion's text (constrained decoding), parsed from the request.
+
+    Exactly one of ``choices`` (the text is one of these strings) and ``regex`` (the text fullmatches it) is set.
+    """
+
+    choices: tuple[str, ...] | None = None
+    """The completion is exactly one of these strings (vLLM's ``guided_choice``)."""
+    regex: str | None = None
+    """The completion fullmatches this pattern (vLLM's ``guided_regex``)."""
+    field: str = "guided_choice"
+    """The request field it came from, named in errors (``guided_choice``, ``structured_outputs.regex``, ...)."""
+
+    def describe(self) -> dict[str, Any]:
+        """A short JSON summary for turn metadata (the list itself is in the recorded request)."""
+        if self.choices is not None:
+            return {"kind": "choice", "field": self.field, "choices": len(self.choices)}
+        return {"kind": "regex", "field": self.field, "regex": self.regex}
+
+
 @dataclass
 class ChatRequest:
     """A parsed ``/v1/chat/completions`` request."""
@@ -77,6 +101,8 @@ class ChatRequest:
     body: dict[str, Any] = field(default_factory=dict)
     """The request body as received (an upstream backend forwards it)."""
     continuation: Continuation | None = None
+    constraint: Constraint | None = None
+    """Constrained decoding asked for (``guided_choice``/``guided_regex``/``structured_outputs``), or None."""
 
 
 @dataclass

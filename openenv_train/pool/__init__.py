@@ -3,7 +3,9 @@
 Ray is imported only when a pool starts; importing this package does not import it.
 
 - :class:`RolloutPool`: ``submit``/``as_completed``/``run`` episodes over Ray actors, rows to a TraceWriter.
+- :class:`Fleet`: env server fleets (``env=[URL, ...]``), balanced with health checks.
 - :class:`PoolConfig`: its options. :class:`EpisodeSpec`, :func:`make_groups`: what to run (GRPO groups).
+- :func:`start_private_ray`: a local Ray on 127.0.0.1 that ignores any other cluster on the machine.
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
 
@@ -13,9 +15,11 @@ from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
 from ._episode import EpisodeSpec, make_groups
 from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
+from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
 from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool
+from ._ray import start_private_ray
 from ._rows import Job, build_row
 
 __all__ = [
@@ -24,6 +28,7 @@ __all__ = [
     "EpisodeContext",
     "EpisodeSpec",
     "EpisodeTimeout",
+    "Fleet",
     "Job",
     "ModelReply",
     "NoLiveActors",
@@ -36,12 +41,16 @@ __all__ = [
     "RolloutActor",
     "RolloutPool",
     "ScriptedAgent",
+    "ServerStats",
     "TextAgent",
     "ToolAgent",
     "Truncated",
     "build_row",
+    "fleet_urls",
     "is_url",
     "make_groups",
     "message_action",
+    "published_capacity",
     "render_observation",
+    "start_private_ray",
 ]

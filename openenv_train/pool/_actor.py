@@ -21,6 +21,8 @@ from ._context import EpisodeContext
 from ._episode import EpisodeSpec
 from ._policy import ChatPolicy
 from ._rollout import Outcome, run_attempt
+from ._rows import Job, build_row
+from ._shards import ActorShards
 
 __all__ = ["RolloutActor", "is_url", "remote_actor_class"]
 
@@ -44,14 +46,19 @@ class RolloutActor:
         config: the pool's options.
     """
 
-    def __init__(self, env: str, policy: str | Callable[..., Any], agent: AgentLoop, config: PoolConfig) -> None:
+    def __init__(self, env: str | list[str], policy: str | Callable[..., Any], agent: AgentLoop,
+                 config: PoolConfig) -> None:
         self.env, self.agent, self.config = env, agent, config
         self.policy: ChatPolicy | Callable[..., Any] = (
             ChatPolicy(policy, model=config.model, sampling=config.sampling, timeout_s=config.model_timeout_s)
             if isinstance(policy, str) else policy
         )
         self.provider: LocalProcessProvider | None = None
-        self.endpoint: Endpoint | None = Endpoint(env) if is_url(env) else None
+        # A fleet (a list of URLs): the pool names each episode's server; sessions stay open per server.
+        self.fleet = isinstance(env, list)
+        self.endpoint: Endpoint | None = Endpoint(env) if isinstance(env, str) and is_url(env) else None
+        self._fleet_idle: dict[str, list[Any]] = {}
+        self.shards: ActorShards | None = None  # write="actors": opened by the first run_many_write
         self.generation = 0  # bumped when the env server is replaced; older clients are dropped
         self.server_restarts = 0
         self._idle: list[tuple[int, Any]] = []
@@ -73,8 +80,11 @@ class RolloutActor:
             return None
         return self.endpoint.uds or self.endpoint.base_url
 
-    async def run(self, spec: EpisodeSpec, capture_session: str | None) -> Outcome:
-        """Play one episode attempt on a free session; a broken session or dead server is replaced."""
+    async def run(self, spec: EpisodeSpec, capture_session: str | None, server: str | None = None) -> Outcome:
+        """Play one episode attempt on a free session (of fleet server ``server``, when the pool names one);
+        a broken session or dead server is replaced."""
+        if server is not None:
+            return await self._run_on(server, spec, capture_session)
         try:
             generation, client = await self._take_client()
         except Exception as exc:  # the server could not be (re)started: let the pool retry elsewhere or later
@@ -94,21 +104,85 @@ class RolloutActor:
         outcome["url"] = self.url()
         return outcome
 
-    async def run_many(self, episodes: list[tuple[EpisodeSpec, str | None]]) -> list[Outcome]:
-        """Play several episode attempts at once (each on its own session); outcomes in the same order."""
-        return list(await asyncio.gather(*(self.run(spec, session) for spec, session in episodes)))
+    async def run_many(self, episodes: list[tuple[Any, ...]]) -> list[Outcome]:
+        """Play several episode attempts at once (each on its own session); outcomes in the same order.
+
+        Each entry is ``(spec, capture_session)`` or, in a fleet, ``(spec, capture_session, server_url)``."""
+        return list(await asyncio.gather(*(self.run(*episode) for episode in episodes)))
+
+    async def run_many_write(self, episodes: list[tuple[Any, ...]], meta: dict[str, Any]) -> dict[str, Any]:
+        """``write="actors"``: play episodes, write their rows to this actor's shards, return small outcomes.
+
+        Each entry is ``(spec, server_url_or_None, attempt, policy_version)``; ``meta`` holds ``run_dir``,
+        ``flush_rows``, ``run_id``, ``env`` and ``model``. Returns this incarnation's id, the outcomes (their
+        ``trace_id``, no steps) and the shards flushed by this call."""
+        if self.shards is None:
+            self.shards = ActorShards(meta["run_dir"], meta["flush_rows"])
+        outcomes = await asyncio.gather(*(self.run(spec, None, server) for spec, server, _, _ in episodes))
+        light: list[Outcome] = []
+        for (spec, _, attempt, version), outcome in zip(episodes, outcomes, strict=True):
+            if outcome["status"] != "retry":
+                row = build_row(Job(spec, 0, attempt=attempt, version=version), outcome, run_id=meta["run_id"],
+                                env=meta["env"], model=meta["model"], trace=None)
+                self.shards.add(row)
+                outcome["trace_id"] = row.trace_id
+            outcome["env_steps"], outcome["steps"] = len(outcome.get("steps") or []), []
+            light.append(outcome)
+        flushed = self.shards.flush() if self.shards.due() else None
+        return {"incarnation": self.shards.incarnation, "outcomes": light, "shards": [flushed] if flushed else []}
+
+    async def flush_shards(self) -> dict[str, Any]:
+        """``write="actors"``: flush the buffered rows now (the driver asks when its batch is otherwise done)."""
+        if self.shards is None:
+            return {"incarnation": None, "outcomes": [], "shards": []}
+        flushed = self.shards.flush()
+        return {"incarnation": self.shards.incarnation, "outcomes": [], "shards": [flushed] if flushed else []}
 
     async def close(self) -> None:
         """Close every session and stop the env server."""
+        if self.shards is not None:
+            with contextlib.suppress(Exception):
+                self.shards.close()
         idle, self._idle = self._idle, []
         for _, client in idle:
             await _close_quietly(client)
+        fleet_idle, self._fleet_idle = self._fleet_idle, {}
+        for clients in fleet_idle.values():
+            for client in clients:
+                await _close_quietly(client)
         if isinstance(self.policy, ChatPolicy):
             await self.policy.aclose()
         if self.provider is not None:
             await self.provider.stop()
 
     # -- internals ---------------------------------------------------------------------------------
+    async def _run_on(self, server: str, spec: EpisodeSpec, capture_session: str | None) -> Outcome:
+        """One attempt on a fleet server: its idle session or a new one; a broken session is dropped."""
+        idle = self._fleet_idle.setdefault(server, [])
+        try:
+            client = idle.pop() if idle else await self._connect(server)
+        except Exception as exc:  # the server is gone or refuses sessions: the pool retries elsewhere
+            return {"status": "retry", "error": {"type": type(exc).__name__, "message": str(exc)}, "steps": [],
+                    "reward": None, "done": False, "truncated": False, "timings": {}, "turns": 0, "url": server}
+        ctx = EpisodeContext(spec, client, self.policy, capture_session=capture_session,
+                             max_turns=self.config.max_turns, max_tokens=self.config.max_tokens)
+        outcome = await run_attempt(self.agent, ctx, timeout_s=self.config.episode_timeout_s,
+                                    retry_timeouts=self.config.retry_timeouts)
+        if outcome["status"] == "ok":
+            idle.append(client)
+        else:
+            await _close_quietly(client)
+            if outcome["status"] == "retry":  # the server may be dead: its other idle sessions too
+                for stale in self._fleet_idle.pop(server, []):
+                    await _close_quietly(stale)
+        outcome["url"] = server
+        return outcome
+
+    async def _connect(self, url: str) -> Any:
+        kind = MCPToolClient if self.config.client == "mcp" else GenericEnvClient
+        client = kind(url, reply_timeout_s=self.config.reply_timeout_s, token=self.config.env_token)
+        return await client.connect()
+
     async def _take_client(self) -> tuple[int, Any]:
         await self._ensure_server()
         while self._idle:
@@ -122,6 +196,8 @@ class RolloutActor:
         return self.generation, await client.connect()
 
     async def _ensure_server(self) -> None:
+        if self.fleet:  # fleet servers are the user's: nothing to start
+            return
         if self.endpoint is not None and (self.provider is None or self.provider._alive()):
             return
         async with self._lock:
@@ -131,6 +207,7 @@ class RolloutActor:
                 await self.provider.stop(grace_s=1.0)
                 self.server_restarts += 1
             self.generation += 1
+            assert isinstance(self.env, str)
             self.provider = LocalProcessProvider(
                 self.env, max_sessions=self.config.sessions_per_actor + 4, env_vars=dict(self.config.env_vars),
                 extra_args=list(self.config.server_args), sandbox=self.config.sandbox or None,

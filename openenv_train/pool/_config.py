@@ -50,6 +50,16 @@ class PoolConfig:
     """Extra ``openenv-train serve`` options of each env server."""
     sandbox: bool = False
     """Run each env server in the OS sandbox (no network; reached through a Unix socket)."""
+    server_capacity: int | None = None
+    """Fleets: sessions each server takes at once; None reads its ``/metadata`` (``max_sessions``), else no cap."""
+    env_token: str | None = None
+    """Token sent to URL env servers (a fleet's one token); None reads ``$OPENENV_TRAIN_TOKEN``."""
+    max_queued: int | None = None
+    """Episodes held by the driver beyond those in flight: ``as_completed`` pulls its specs lazily and
+    ``submit`` runs the dispatch loop while the queue is full (bounded driver memory); None = no bound."""
+    write: Literal["driver", "actors"] = "driver"
+    """Who writes the trace rows: the driver (every row passes through it) or the actors (each writes its
+    own Parquet shards; the driver merges one manifest of accepted episodes). ``actors`` needs a writer."""
     reply_timeout_s: float = 60.0
     """Limit on each env reply."""
     model_timeout_s: float = 300.0
@@ -65,7 +75,7 @@ class PoolConfig:
     show_progress: bool = False
     """Show a rich progress bar with live metrics while ``run``/``as_completed`` go."""
     ray_address: str | None = None
-    """A Ray cluster to join (``auto``, ``ray://...``); None starts or reuses a local one."""
+    """A Ray cluster to join (``auto``: the running one, ``ray://...``); None: ``RAY_ADDRESS`` (a job) or a private local one."""
     ray_num_cpus: int | None = None
     """CPUs of a local Ray started by the pool."""
     actor_num_cpus: float = 0.0
@@ -86,6 +96,12 @@ class PoolConfig:
             raise ValueError("max_retries and max_restarts must be >= 0 and max_turns >= 1")
         if self.max_staleness is not None and self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0 or None, got {self.max_staleness}")
+        if self.server_capacity is not None and self.server_capacity < 1:
+            raise ValueError(f"server_capacity must be >= 1 or None, got {self.server_capacity}")
+        if self.max_queued is not None and self.max_queued < 1:
+            raise ValueError(f"max_queued must be >= 1 or None, got {self.max_queued}")
+        if self.write not in ("driver", "actors"):
+            raise ValueError(f"write must be 'driver' or 'actors', got {self.write!r}")
         if self.client not in ("generic", "mcp"):
             raise ValueError(f"client must be 'generic' or 'mcp', got {self.client!r}")
 

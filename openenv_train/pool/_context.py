@@ -96,13 +96,15 @@ class EpisodeContext:
         self.model_calls += 1
         return action
 
-    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> ModelReply:
-        """One call of a model policy, recorded under the episode's capture session."""
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *,
+                   extra: dict[str, Any] | None = None) -> ModelReply:
+        """One call of a model policy, recorded under the episode's capture session; ``extra`` adds request
+        fields (e.g. ``guided_choice``)."""
         if not isinstance(self.policy, ChatPolicy):
             raise TypeError("chat() needs a model policy (an OpenAI-compatible URL); this pool has a callable policy")
         self.take_turn()
         start = time.perf_counter()
-        reply = await self.policy.chat(messages, tools=tools, session=self.capture_session)
+        reply = await self.policy.chat(messages, tools=tools, session=self.capture_session, extra=extra)
         self.timings["model_s"] += time.perf_counter() - start
         self.model_calls += 1
         self.completion_tokens += reply.completion_tokens

@@ -28,6 +28,8 @@ class PoolMetrics:
     model_s: float = 0.0
     episode_s: float = 0.0
     server_restarts: dict[int, int] = field(default_factory=dict)
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Fleets: per-server load, health and counts, by URL (see ``ServerStats``)."""
     last_at: float | None = None
 
     def record(self, outcome: dict[str, Any], *, ok: bool, actor: int | None) -> None:
@@ -42,7 +44,7 @@ class PoolMetrics:
     def add_attempt(self, outcome: dict[str, Any], actor: int | None) -> None:
         """Add an attempt's latencies (every attempt, kept or retried)."""
         timings = outcome.get("timings") or {}
-        self.env_steps += len(outcome.get("steps") or [])
+        self.env_steps += int(outcome.get("env_steps") or len(outcome.get("steps") or []))  # write="actors": a count
         self.env_step_s += timings.get("env_step_s", 0.0)
         self.model_calls += int(outcome.get("model_calls") or 0)
         self.model_s += timings.get("model_s", 0.0)

@@ -43,8 +43,8 @@ class ChatPolicy:
         self._client: Any = None
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                   session: str | None = None) -> ModelReply:
-        """One chat completion (first choice).
+                   session: str | None = None, extra: dict[str, Any] | None = None) -> ModelReply:
+        """One chat completion (first choice); ``extra`` adds body fields (e.g. ``guided_choice``).
 
         Raises:
             PolicyCallError: the call failed, timed out or was refused.
@@ -53,7 +53,7 @@ class ChatPolicy:
 
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=httpx.Limits(max_connections=256))
-        body: dict[str, Any] = {"model": self.model or "default", "messages": messages, **self.sampling}
+        body: dict[str, Any] = {"model": self.model or "default", "messages": messages, **self.sampling, **(extra or {})}
         if tools:
             body["tools"] = tools
         headers = {"authorization": f"Bearer {session}"} if session else {}

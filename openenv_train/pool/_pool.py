@@ -19,11 +19,13 @@ from ._actor import remote_actor_class
 from ._agents import AgentLoop, ScriptedAgent, TextAgent
 from ._config import PoolConfig
 from ._episode import EpisodeSpec
-from ._errors import NoLiveActors, PoolClosed
+from ._errors import NoLiveActors, PoolClosed, PoolError
+from ._fleet import Fleet, fleet_urls
 from ._metrics import PoolMetrics
 from ._progress import progress_bar
 from ._ray import actor_errors, ensure_ray
 from ._rows import Job, build_row
+from ._shards import ShardLedger
 
 __all__ = ["RolloutPool"]
 
@@ -34,7 +36,8 @@ class RolloutPool:
     """A pool of Ray actors that play episodes and turn them into TraceRows.
 
     Args:
-        env: catalog name or ``module:Class`` (each actor starts a server), or a server URL.
+        env: catalog name or ``module:Class`` (each actor starts a server), a server URL, or a fleet of
+            servers: a list of URLs, ``"URL1,URL2"`` or a file listing them (episodes balanced over them).
         policy: an OpenAI-compatible base URL (a model; pass ``capture`` to record its turns), or a callable
             ``policy(observation) -> action`` (scripted).
         agent: the agent loop; default :class:`ScriptedAgent` for a callable, :class:`TextAgent` for a URL.
@@ -48,11 +51,15 @@ class RolloutPool:
             rows = pool.run(make_groups(range(8), num_generations=2))
     """
 
-    def __init__(self, env: str, policy: str | Callable[..., Any], *, agent: AgentLoop | None = None,
+    def __init__(self, env: str | list[str], policy: str | Callable[..., Any], *, agent: AgentLoop | None = None,
                  config: PoolConfig | None = None, writer: TraceWriter | None = None,
                  capture: CaptureStore | None = None, **overrides: Any) -> None:
         self.config = dataclasses.replace(config or PoolConfig(), **overrides)
-        self.env, self.policy = env, policy
+        urls = fleet_urls(env)
+        self.env: str | list[str] = env if urls is None else urls
+        self.env_name = env if isinstance(env, str) and urls is None else "fleet"
+        self.fleet: Fleet | None = None
+        self.policy = policy
         self.agent: AgentLoop = agent or (TextAgent() if isinstance(policy, str) else ScriptedAgent())
         self.writer, self.capture = writer, capture
         self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
@@ -61,8 +68,10 @@ class RolloutPool:
         self.policy_version = self.config.policy_version
         self.actors: list[Any] = []
         self._ray: Any = None
+        self._owns_ray = False
         self._actor_args: list[Any] = []
         self._queue: collections.deque[Job] = collections.deque()
+        self._ready: collections.deque[TraceRow] = collections.deque()  # rows settled while submit() waited
         self._inflight: dict[Any, list[Job]] = {}
         self._running = 0
         self._load: list[int] = []
@@ -72,6 +81,16 @@ class RolloutPool:
         self._settled: set[str] = set()
         self._submitted = 0
         self._closed = False
+        self._ledger: ShardLedger | None = None  # write="actors": rows actors hold until their shard is merged
+        self._flushing: dict[Any, int] = {}
+        self._shard_meta: dict[str, Any] = {}
+        if self.config.write == "actors":
+            if writer is None:
+                raise ValueError("PoolConfig(write='actors') needs a writer: the actors write its run folder's shards")
+            if capture is not None:
+                raise ValueError("PoolConfig(write='actors') cannot record model turns (capture=...): the capture store "
+                                 "lives in the driver; use write='driver' for model policies with capture")
+            self._ledger = ShardLedger(writer)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self, *, timeout_s: float = 120.0) -> RolloutPool:
@@ -79,7 +98,13 @@ class RolloutPool:
         self._check_open()
         if self.actors:
             return self
-        self._ray = ensure_ray(self.config)
+        if isinstance(self.env, list) and self.fleet is None:
+            self.fleet = Fleet(self.env, capacity=self.config.server_capacity, token=self.config.env_token).start()
+            self.env_name = self.fleet.name or self.env_name
+        self._ray, self._owns_ray = ensure_ray(self.config)
+        if self._ledger is not None and self.writer is not None:
+            self._shard_meta = {"run_dir": str(self.writer.run_dir.resolve()), "flush_rows": self.writer.flush_rows,
+                                "run_id": self.run_id, "env": self.env_name, "model": self.model}
         actor_cls = remote_actor_class(self.config)
         # Held here so a restarted actor can always rebuild from them (ray-project/ray#53727).
         self._actor_args = [self._ray.put(arg) for arg in (self.env, self.policy, self.agent, self.config)]
@@ -92,7 +117,10 @@ class RolloutPool:
         return self
 
     def close(self, *, timeout_s: float = 30.0) -> None:
-        """Stop the actors and their env servers and flush the writer; idempotent. Unfinished episodes are dropped."""
+        """Stop the actors, their env servers and a Ray the pool started; flush the writer; idempotent.
+
+        Unfinished episodes are dropped. A cluster the pool joined (or found connected) keeps running.
+        """
         if self._closed:
             return
         self._closed = True
@@ -109,6 +137,14 @@ class RolloutPool:
             for actor in self.actors:
                 self._ray.kill(actor, no_restart=True)
         self.actors = []
+        if self.fleet is not None:
+            self.fleet.close()
+        if self._ledger is not None:
+            self._ledger.close()
+        self._flushing.clear()
+        if self._owns_ray and self._ray is not None:  # the private cluster this pool started; never a joined one
+            self._ray.shutdown()
+            self._owns_ray = False
         if self.writer is not None and not self.writer.closed:
             self.writer.flush()
 
@@ -137,14 +173,19 @@ class RolloutPool:
         if self.writer is not None and self.writer.written((self.run_id, spec.episode_id)):
             self.metrics.skipped += 1
             return False
+        if self.config.max_queued is not None and len(self._queue) >= self.config.max_queued:
+            self.start()  # backpressure: play episodes until the queue has room; their rows wait for as_completed
+            while len(self._queue) >= self.config.max_queued:
+                self._ready.extend(self._step())
         self._queue.append(Job(spec, self._submitted))
         self._submitted += 1
         return True
 
     @property
     def pending(self) -> int:
-        """Episodes queued or in flight."""
-        return len(self._queue) + self._running
+        """Episodes queued or in flight (and rows settled but not yet yielded)."""
+        waiting = self._ledger.waiting if self._ledger is not None else 0
+        return len(self._queue) + self._running + len(self._ready) + waiting
 
     def as_completed(self, specs: Iterable[EpisodeSpec] = (), *, timeout_s: float | None = None) -> Iterator[TraceRow]:
         """Submit ``specs`` and yield rows as episodes finish, until nothing is pending.
@@ -155,13 +196,25 @@ class RolloutPool:
         self.start()
         if self.metrics.episodes == 0 and not self._running:
             self.metrics.started_at = time.perf_counter()
-        for spec in specs:
-            self.submit(spec)
+        bound = self.config.max_queued
+        source = iter(specs)
+        if bound is None:  # no bound: everything queued up front
+            for spec in source:
+                self.submit(spec)
+        total = self.pending if bound is None else getattr(specs, "__len__", lambda: None)()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with progress_bar(self.config.show_progress, self.pending, self.metrics) as advance:
-            while self.pending:
+        with progress_bar(self.config.show_progress, total, self.metrics) as advance:
+            while True:
+                if bound is not None:  # pull specs lazily: the driver holds at most max_queued of them
+                    while len(self._queue) < bound and (more := next(source, None)) is not None:
+                        self.submit(more)
+                if not self.pending:
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError(f"{self.pending} episodes still pending after {timeout_s:g}s")
+                while self._ready:
+                    advance()
+                    yield self._ready.popleft()
                 for row in self._step():
                     advance()
                     yield row
@@ -193,16 +246,21 @@ class RolloutPool:
     # -- the dispatch loop ---------------------------------------------------------------------------
     def _step(self) -> list[TraceRow]:
         rows = self._dispatch()
-        if self._inflight:
-            refs = list(self._inflight)
+        if self._ledger is not None and not self._queue and not self._inflight and not self._flushing:
+            for actor in self._ledger.actors_waiting():  # the batch is played: have the actors flush their rows
+                self._flushing[self.actors[actor].flush_shards.remote()] = actor
+        if self._inflight or self._flushing:
+            refs = [*self._inflight, *self._flushing]
             ready, rest = self._ray.wait(refs, num_returns=1, timeout=_POLL_S)
             if ready and rest:  # take everything else that is already done, without waiting
                 ready += self._ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
-                rows += self._settle(ref)
-        elif self._queue:  # only retries waiting out their backoff
+                rows += self._settle_flush(ref) if ref in self._flushing else self._settle(ref)
+        elif self._queue:  # only retries waiting out their backoff (or a fleet with no server up)
             time.sleep(_POLL_S / 5)
         rows += self._expire()
+        if self.fleet is not None:
+            self.metrics.servers = self.fleet.summary()
         return rows
 
     def _alive(self) -> list[int]:
@@ -214,12 +272,24 @@ class RolloutPool:
             return self._fail_all(NoLiveActors(f"all {len(self.actors)} actors died beyond max_restarts="
                                                f"{self.config.max_restarts}; see the Ray logs"))
         now = time.monotonic()
+        if self.fleet is not None and self._queue and not self.fleet.any_up:
+            since = min(s.down_since or now for s in self.fleet.servers)
+            if now - since > self.config.episode_timeout_s:
+                return self._fail_all(PoolError(
+                    f"no server of the fleet answered /health for {now - since:.0f}s: {self.env}; start them "
+                    "again or check their URLs"))
         while self._queue and self._running < self.config.capacity:
             actor = min(alive, key=lambda i: self._load[i])
             room = min(self.config.sessions_per_actor - self._load[actor], self.config.capacity - self._running,
                        self.config.episodes_per_call)
             jobs: list[Job] = []
-            while len(jobs) < room and (job := self._next_due(now)) is not None:
+            while len(jobs) < room and (self.fleet is None or self.fleet.pick() is not None) \
+                    and (job := self._next_due(now)) is not None:
+                if self.fleet is not None:
+                    server = self.fleet.pick()
+                    assert server is not None
+                    server.load += 1
+                    job.server = server.url
                 jobs.append(job)
             if not jobs:
                 break
@@ -228,7 +298,13 @@ class RolloutPool:
                 job.capture_session = self._open_capture(job)
                 job.dispatched_at = now
                 job.deadline = now + self.config.episode_timeout_s * 1.5 + 60.0
-            ref = self.actors[actor].run_many.remote([(job.spec, job.capture_session) for job in jobs])
+            if self._ledger is not None:
+                ref = self.actors[actor].run_many_write.remote(
+                    [(job.spec, job.server, job.attempt, job.version) for job in jobs], self._shard_meta)
+            else:
+                ref = self.actors[actor].run_many.remote([
+                    (job.spec, job.capture_session) if job.server is None else (job.spec, job.capture_session, job.server)
+                    for job in jobs])
             self._inflight[ref] = jobs
             self._load[actor] += len(jobs)
             self._running += len(jobs)
@@ -248,9 +324,16 @@ class RolloutPool:
         assert actor is not None
         self._load[actor] -= len(jobs)
         self._running -= len(jobs)
+        rows: list[TraceRow] = []
+        shards: list[dict[str, Any]] = []
         try:
             outcomes = self._ray.get(ref)
+            if self._ledger is not None:
+                rows += self._replay(self._ledger.seen(actor, outcomes["incarnation"]))
+                outcomes, shards = outcomes["outcomes"], outcomes["shards"]
         except actor_errors() as exc:
+            if self._ledger is not None:
+                rows += self._replay(self._ledger.lost(actor))
             self.metrics.actor_failures += 1
             if jobs[0].dispatched_at > self._struck_at[actor]:  # one death fails many episodes: count it once
                 self._strikes[actor] += 1
@@ -259,8 +342,8 @@ class RolloutPool:
             outcomes = [error] * len(jobs)
         else:
             self._strikes[actor] = 0
-        rows = []
         for job, outcome in zip(jobs, outcomes, strict=True):
+            self._release_server(job, outcome)
             if outcome["status"] == "retry":
                 self.metrics.add_attempt(outcome, actor)
                 row = self._retry(job, outcome)
@@ -268,7 +351,39 @@ class RolloutPool:
                 row = self._finish(job, outcome)
             if row is not None:
                 rows.append(row)
+        if self._ledger is not None:
+            for entry in shards:
+                rows += self._ledger.merge(actor, entry)
         return rows
+
+    def _settle_flush(self, ref: Any) -> list[TraceRow]:
+        """An actor's answer to ``flush_shards``: merge its shards, or replay what it lost."""
+        actor = self._flushing.pop(ref)
+        assert self._ledger is not None
+        try:
+            result = self._ray.get(ref)
+        except actor_errors():
+            self.metrics.actor_failures += 1
+            return self._replay(self._ledger.lost(actor))
+        if result["incarnation"] is None:  # restarted since: nothing buffered, what it held is gone
+            return self._replay(self._ledger.lost(actor))
+        rows = self._replay(self._ledger.seen(actor, result["incarnation"]))
+        for entry in result["shards"]:
+            rows += self._ledger.merge(actor, entry)
+        return rows
+
+    def _replay(self, lost: list[tuple[Job, TraceRow]]) -> list[TraceRow]:
+        """Episodes accepted on an actor that died before their rows reached a shard: play them again."""
+        for job, row in lost:
+            self._settled.discard(job.spec.episode_id)
+            self.metrics.episodes -= 1
+            self.metrics.ok -= row.ok
+            self.metrics.failed -= not row.ok
+            self.metrics.retries += 1
+            job.attempt += 1
+            job.not_before = 0.0
+            self._queue.appendleft(job)
+        return []
 
     def _retry(self, job: Job, outcome: dict[str, Any]) -> TraceRow | None:
         if job.attempt >= self.config.max_retries:
@@ -293,11 +408,16 @@ class RolloutPool:
             return None
         self._settled.add(job.spec.episode_id)
         trace = self._close_capture(job)
-        row = build_row(job, outcome, run_id=self.run_id, env=self.env, model=self.model, trace=trace)
+        row = build_row(job, outcome, run_id=self.run_id, env=self.env_name, model=self.model, trace=trace)
         if counted:
             self.metrics.record({}, ok=row.ok, actor=None)
         else:
             self.metrics.record(outcome, ok=row.ok, actor=job.actor)
+        if self._ledger is not None and outcome.get("trace_id"):  # an actor holds the row: yielded once merged
+            assert job.actor is not None
+            row.trace_id = outcome["trace_id"]
+            self._ledger.accept(job.actor, row.trace_id, job, row)
+            return None
         if self.writer is not None:
             self.writer.write(row)
         return row
@@ -315,11 +435,21 @@ class RolloutPool:
             self._running -= len(jobs)
             self._ray.cancel(ref, force=False)
             for job in jobs:
-                row = self._retry(job, {"status": "retry", "error": {
-                    "type": "EpisodeTimeout", "message": f"actor {actor} gave no answer by the pool's deadline"}})
+                outcome = {"status": "retry", "error": {
+                    "type": "EpisodeTimeout", "message": f"actor {actor} gave no answer by the pool's deadline"}}
+                self._release_server(job, outcome)
+                row = self._retry(job, outcome)
                 if row is not None:
                     rows.append(row)
         return rows
+
+    def _release_server(self, job: Job, outcome: dict[str, Any]) -> None:
+        """A fleet attempt is over: free its server's session and count it there."""
+        if self.fleet is None or job.server is None:
+            return
+        final = outcome["status"] != "retry" or job.attempt >= self.config.max_retries
+        self.fleet.settle(job.server, outcome, final=final)
+        job.server = None
 
     def _fail_all(self, exc: Exception) -> list[TraceRow]:
         rows = []

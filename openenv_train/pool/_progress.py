@@ -11,7 +11,7 @@ __all__ = ["progress_bar"]
 
 
 @contextlib.contextmanager
-def progress_bar(show: bool, total: int, metrics: PoolMetrics) -> Iterator[Callable[[], None]]:
+def progress_bar(show: bool, total: int | None, metrics: PoolMetrics) -> Iterator[Callable[[], None]]:
     """Yields ``advance()``; with ``show`` a rich bar counts episodes and shows :meth:`PoolMetrics.line`."""
     if not show:
         yield lambda: None

@@ -21,6 +21,8 @@ class Job:
     version: int | None = None
     actor: int | None = None
     capture_session: str | None = None
+    server: str | None = None
+    """The fleet server of the attempt in flight."""
     dispatched_at: float = 0.0
     not_before: float = 0.0
     deadline: float = 0.0

@@ -29,22 +29,24 @@ def _sandbox(cfg: GrpoWordleConfig) -> bool:
 
 
 class WordleGames:
-    """The pool, its policy endpoint and the trace writer: plays sets of games with whatever backend is set."""
+    """The pool, its policy endpoint and the trace writer: plays sets of games with the backend each phase sets."""
 
     def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
         from ..policy import PolicyServer, ScriptedBackend
         from ..pool import PoolConfig, RolloutPool
         from ..trace import CaptureStore, TraceWriter
-        from ._wordle import expert_reply, wordle_agent
+        from ._wordle import WordleAgent
 
         self.writer = TraceWriter(out, resume=True)
         self.capture = CaptureStore()
-        self.server = PolicyServer(ScriptedBackend(expert_reply), capture=self.capture, token="").run_in_thread()
+        # every phase sets its own backend (play); until then the endpoint has nothing to say
+        self.server = PolicyServer(ScriptedBackend(lambda _: ""), capture=self.capture, token="").run_in_thread()
         pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
                               max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
                               ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
                               sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
-        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=wordle_agent(),
+        agent = WordleAgent(cfg.constrained, cfg.env.system_prompt)
+        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=agent,
                                 config=pool_cfg, writer=self.writer, capture=self.capture).start()
 
     def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:

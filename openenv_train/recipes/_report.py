@@ -54,21 +54,23 @@ def _difference(after: dict[str, Any], before: dict[str, Any], metric: str, resa
 
 
 def write_summary(out: Path, evals: Mapping[str, dict[str, Any]], *, order: Sequence[str], metric: str,
-                  labels: Mapping[str, str], extra: Mapping[str, Any], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+                  labels: Mapping[str, str], extra: Mapping[str, Any], resamples: int = 2000, seed: int = 0,
+                  also: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``summary.json`` and ``summary.md`` for the evaluations in ``evals`` (keyed by phase).
 
     ``improvement`` is the paired difference of ``metric`` between the last and the first phase of ``order``;
-    every later phase is also compared with the one before it.
+    every later phase is also compared with the one before it. Phases in ``also`` are shown, not compared.
     """
     phases = [p for p in order if p in evals]
-    summary: dict[str, Any] = {"metric": metric, "phases": {p: evals[p]["metrics"] for p in phases}, **extra}
+    shown = phases + [p for p in also if p in evals]
+    summary: dict[str, Any] = {"metric": metric, "phases": {p: evals[p]["metrics"] for p in shown}, **extra}
     if len(phases) >= 2:
         summary["improvement"] = {"from": phases[0], "to": phases[-1],
                                   **_difference(evals[phases[-1]], evals[phases[0]], metric, resamples, seed)}
         summary["steps"] = {f"{b}->{a}": _difference(evals[a], evals[b], metric, resamples, seed)
                             for b, a in zip(phases, phases[1:], strict=False)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(_markdown(summary, phases, labels))
+    (out / "summary.md").write_text(_markdown(summary, shown, labels))
     return summary
 
 
@@ -102,25 +104,35 @@ def _markdown(summary: Mapping[str, Any], phases: Sequence[str], labels: Mapping
 
 def plot_training(records: Sequence[Mapping[str, Any]], path: Path, *, evals: Mapping[str, dict[str, Any]],
                   labels: Mapping[str, str]) -> Path | None:
-    """A PNG of rollout reward and win rate over GRPO steps, with the evaluations as horizontal lines."""
+    """A PNG of rollout reward and win rate over GRPO steps (per step and a moving average), with each evaluation
+    as a point with its 95% interval: the untrained and SFT ones at step 0, the later ones at the last step."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display here, and never one on a cluster
     import matplotlib.pyplot as plt
 
     rollouts = [r for r in records if r.get("phase") == "grpo_rollout"]
+    last = max((r["step"] for r in rollouts), default=0)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, key, title in ((axes[0], "reward", "mean reward"), (axes[1], "win", "win rate")):
         if rollouts:
-            ax.plot([r["step"] for r in rollouts], [r[key] for r in rollouts], marker=".", label="GRPO rollouts")
+            steps, values = [r["step"] for r in rollouts], [r[key] for r in rollouts]
+            ax.plot(steps, values, marker=".", alpha=0.4, label="GRPO rollouts (T=1)")
+            window = max(1, len(values) // 10)
+            smooth = [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
+                      for i in range(len(values))]
+            ax.plot(steps, smooth, color="C0", label=f"moving average ({window} steps)")
         for i, (phase, result) in enumerate(evals.items()):
-            if key in result["metrics"]:
-                ax.axhline(result["metrics"][key]["mean"], linestyle="--", color=f"C{i + 1}",
-                           label=f"eval: {labels.get(phase, phase)}")
+            stat = result["metrics"].get(key)
+            if stat is None:
+                continue
+            x = 0 if phase in ("untrained", "sft") else last
+            ax.errorbar([x], [stat["mean"]], yerr=[[stat["mean"] - stat["ci_low"]], [stat["ci_high"] - stat["mean"]]],
+                        fmt="o", capsize=4, color=f"C{i + 1}", label=f"eval (greedy): {labels.get(phase, phase)}")
         ax.set_xlabel("GRPO step")
         ax.set_title(title)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._budget import Budget, cosine_over_budget
 from ._report import MetricsLog
 
-__all__ = ["ModelSection", "SFTSection", "load_model", "log_callback", "train_sft"]
+__all__ = ["ModelSection", "SFTSection", "load_model", "log_callback", "cpu_settings", "quiet_trainer", "train_sft"]
 
 logger = logging.getLogger(__name__)
 
@@ -20,12 +22,24 @@ class ModelSection:
 
     path: str | None = None
     """A checkpoint folder or Hub id (``Qwen/Qwen2.5-0.5B-Instruct``); null builds the tiny model (no download)."""
+    tokenizer: str = "char"
+    """Tokenizer of the tiny model: ``char`` (one token per character, compact chat) or ``bpe`` (byte-level)."""
     hidden_size: int = 128
-    layers: int = 2
+    """Width of the tiny model."""
+    layers: int = 4
+    """Transformer blocks of the tiny model."""
     heads: int = 4
-    kv_heads: int = 2
-    intermediate_size: int = 256
+    """Attention heads of the tiny model."""
+    kv_heads: int = 4
+    """Key/value heads of the tiny model."""
+    intermediate_size: int = 384
+    """MLP width of the tiny model."""
+    init_range: float = 0.02
+    """Std of the tiny model's initial weights."""
+    max_context: int = 512
+    """Context of the tiny model, in tokens."""
     init_seed: int = 0
+    """Seed of the tiny model's initial weights."""
     unsloth: bool = False
     """Load through Unsloth (LoRA, 4-bit) when it and a GPU are present; otherwise say why and use transformers."""
     lora_rank: int = 16
@@ -36,22 +50,35 @@ class ModelSection:
 
 @dataclass
 class SFTSection:
-    """Supervised warm start on trace conversations (TRL's SFTTrainer, loss on assistant tokens only)."""
+    """Supervised warm start on conversations (TRL's SFTTrainer, loss on assistant tokens only)."""
 
     enabled: bool = True
-    episodes: int = 600
-    """Expert episodes collected for it (the Wordle recipe)."""
-    epochs: float = 3.0
-    learning_rate: float = 3e-3
-    batch_size: int = 16
+    """Run the phase at all."""
+    episodes: int = 60000
+    """Teacher games to train on (the Wordle recipe); fewer are used when the budget ends the phase first."""
+    epochs: float = 1.0
+    """Passes over the games."""
+    learning_rate: float = 2e-3
+    """Peak AdamW learning rate (cosine decay)."""
+    batch_size: int = 64
+    """Conversations per optimiser step."""
     warmup_steps: int = 10
+    """Linear warm-up steps (without a budget; with one the first 3% of it warms up)."""
     max_length: int = 1024
+    """Longest conversation trained on, in tokens."""
     min_reward: float | None = None
     """Keep only episodes scored at least this (sft_from_traces)."""
+    budget_s: float | None = None
+    """Wall-time limit of the phase: training stops cleanly at it, the cosine schedule runs over it; null: none."""
+    distill: bool = True
+    """The Wordle recipe with a character tokenizer: train on the teacher's next-letter distribution at every
+    letter, not only on the letter it drew (the same objective, far less noise); false: on the drawn words."""
 
     def __post_init__(self) -> None:
         if self.epochs <= 0 or self.learning_rate <= 0 or self.batch_size < 1:
             raise ValueError("sft.epochs and sft.learning_rate must be > 0 and sft.batch_size >= 1")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"sft.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
 
 def load_model(section: ModelSection, build_dir: Path) -> tuple[Any, Any]:
@@ -65,7 +92,8 @@ def load_model(section: ModelSection, build_dir: Path) -> tuple[Any, Any]:
         if not (build_dir / "config.json").exists():
             build_tiny_model(build_dir, seed=section.init_seed, hidden_size=section.hidden_size,
                              intermediate_size=section.intermediate_size, layers=section.layers,
-                             heads=section.heads, kv_heads=section.kv_heads, max_context=2048)
+                             heads=section.heads, kv_heads=section.kv_heads, max_context=section.max_context,
+                             init_range=section.init_range, tokenizer=section.tokenizer)
         path = str(build_dir)
     if section.unsloth:
         from ..integrations.unsloth import UnslothConfig
@@ -91,23 +119,63 @@ def log_callback(metrics: MetricsLog, phase: str) -> Any:
     return _Log()
 
 
+def cpu_settings(gpu: bool) -> dict[str, Any]:
+    """TRL's defaults that slow a CPU run down: bf16 autocast (emulated there) and gradient checkpointing (a
+    second forward pass to save memory a small model does not need); kept on a GPU."""
+    return {} if gpu else {"bf16": False, "gradient_checkpointing": False}
+
+
+def quiet_trainer(trainer: Any, verbose: bool) -> Any:
+    """Keep the trainer's per-step dictionaries off the console (they go to ``metrics.jsonl``) unless ``verbose``."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    if not verbose:
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    return trainer
+
+
 def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, output_dir: Path, *,
-              metrics: MetricsLog | None = None, seed: int = 0, show_progress: bool = True) -> Any:
-    """Fine-tune ``model`` on ``dataset`` (a ``messages`` column); saves it to ``output_dir``; returns it."""
+              metrics: MetricsLog | None = None, seed: int = 0, show_progress: bool = True,
+              callbacks: Sequence[Any] = (), budget: Budget | None = None, verbose: bool = False,
+              collator: Any = None, trainer_class: Any = None) -> Any:
+    """Fine-tune ``model`` on ``dataset`` and save it to ``output_dir``; returns it.
+
+    ``dataset`` has a ``messages`` column (TRL renders it with the chat template), or rows that ``collator`` turns
+    into batches (with ``trainer_class``, an ``SFTTrainer`` subclass with its own loss). With ``budget`` the
+    learning rate follows a cosine over the budget's wall time and training stops cleanly when it is spent.
+    """
     import torch
     from trl import SFTConfig, SFTTrainer
 
     if len(dataset) == 0:
         raise ValueError("no conversations to train on: every episode was filtered out (check min_reward / ok)")
-    dataset = dataset.select_columns(["messages"])
+    tokenized = collator is not None
+    if not tokenized:
+        dataset = dataset.select_columns(["messages"])
+    gpu = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(output_dir / "trainer"), num_train_epochs=section.epochs,
                      per_device_train_batch_size=section.batch_size, learning_rate=section.learning_rate,
-                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=1,
-                     save_strategy="no", report_to=[], assistant_only_loss=True, max_length=section.max_length,
-                     use_cpu=not torch.cuda.is_available(), seed=seed, disable_tqdm=not show_progress)
-    callbacks = [log_callback(metrics, "sft")] if metrics is not None else []
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=callbacks)
+                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=10,
+                     save_strategy="no", report_to=[], assistant_only_loss=not tokenized,
+                     max_length=section.max_length, use_cpu=not gpu, seed=seed, **cpu_settings(gpu),
+                     disable_tqdm=not (show_progress and verbose), remove_unused_columns=not tokenized,
+                     dataset_kwargs={"skip_prepare_dataset": True} if tokenized else None)
+    extra = [log_callback(metrics, "sft")] if metrics is not None else []
+    optimizers: tuple[Any, Any] = (None, None)
+    holder: dict[str, Any] = {}
+    if budget is not None:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=section.learning_rate, weight_decay=0.01,
+                                      betas=(0.9, 0.98), fused=not gpu)
+        # the step limit is known once the trainer is built; the schedule follows it or the clock, whichever leads
+        schedule = cosine_over_budget(optimizer, budget, step_fraction=lambda: (
+            holder["t"].state.global_step / max(1, holder["t"].state.max_steps or 1)) if "t" in holder else 0.0)
+        optimizers = (optimizer, schedule)
+    trainer = (trainer_class or SFTTrainer)(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                            data_collator=collator, callbacks=[*extra, *callbacks],
+                                            optimizers=optimizers)
+    holder["t"] = trainer
+    quiet_trainer(trainer, verbose)
     trainer.train()
     trainer.save_model(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))

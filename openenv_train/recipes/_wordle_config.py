@@ -20,6 +20,8 @@ class EnvSection:
     """``on``: env servers in the OS sandbox (fail if it is missing); ``auto``: when available; ``off``."""
     max_turns: int = 10
     """Model turns per game (six guesses plus room for refused ones)."""
+    system_prompt: str | None = None
+    """A first system message for every game (e.g. the rules, for a pretrained ``--model``); none by default."""
 
 
 @dataclass
@@ -27,7 +29,8 @@ class PoolSection:
     """The Ray rollout pool."""
 
     num_actors: int = 2
-    sessions_per_actor: int = 16
+    sessions_per_actor: int = 50
+    """Concurrent games per actor: 2 x 50 plays a whole 100-secret evaluation in one wave."""
     ray_address: str | None = None
     """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
     ray_num_cpus: int | None = None
@@ -39,34 +42,48 @@ class GRPOSection:
     """GRPO with TRL through the pool."""
 
     enabled: bool = True
-    steps: int = 30
-    prompts_per_step: int = 4
+    """Run the phase at all."""
+    steps: int = 200
+    """Most optimiser steps; the budget usually ends the phase first."""
+    budget_s: float | None = 120.0
+    """Wall-time limit of the phase: training stops cleanly at it (checkpoint and rows written); null: none."""
+    prompts_per_step: int = 8
     """Secrets per step; each is played ``num_generations`` times (one group)."""
     num_generations: int = 8
-    learning_rate: float = 2e-4
+    """Games per secret; GRPO compares the games of a group."""
+    learning_rate: float = 5e-5
+    """Constant AdamW learning rate."""
     beta: float = 0.0
     """KL weight to the reference (SFT) model; 0 skips the reference model."""
     temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
     top_p: float = 1.0
+    """Nucleus sampling of the rollouts."""
     max_completion_length: int = 160
     """Tokens of one game's joined completion (model and env tokens) that are trained on."""
-    per_turn_tokens: int = 12
+    per_turn_tokens: int = 8
     """Tokens the model may write per guess."""
-    reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "greens": 0.5, "yellows": 0.2,
+    reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "speed": 0.5, "consistent": 0.5,
                                                                        "invalid_guesses": -0.5})
-    """Reward components (``env`` = the game's reward; the ``wordle`` rubric's names) and their weights."""
+    """Reward components (``env`` = the game's reward, or any component of the ``wordle`` rubric) and weights."""
     save_steps: int = 10
+    """Checkpoint every this many steps (and at the end)."""
     use_vllm: bool = False
     """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
     vllm_url: str = "http://127.0.0.1:8000"
+    """The ``trl vllm-serve`` server of ``use_vllm``."""
 
     def __post_init__(self) -> None:
+        from ..rubrics import get_rubric
+
         if self.steps < 1 or self.prompts_per_step < 1:
             raise ValueError("grpo.steps and grpo.prompts_per_step must be >= 1")
         if self.num_generations < 2:
             raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the games of a group), "
                              f"got {self.num_generations}")
-        names = {"env", "correct", "greens", "yellows", "format", "repetition", "invalid_guesses"}
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
+        names = {"env", *(part.name for part in get_rubric("wordle").children)}
         unknown = sorted(set(self.reward_weights) - names)
         if unknown or not self.reward_weights:
             raise ValueError(f"grpo.reward_weights: unknown component(s) {unknown}; components: {sorted(names)}")
@@ -77,8 +94,11 @@ class EvalSection:
     """Greedy evaluation on held-out secrets, with bootstrap intervals."""
 
     words: int = 100
-    """Held-out secrets (never used for SFT or GRPO)."""
+    """Held-out secrets: never a secret in SFT or GRPO (they may be guessed there)."""
     bootstrap_resamples: int = 2000
+    """Resamples of the bootstrap intervals."""
+    unconstrained: bool = True
+    """Also evaluate the final model without the decoding constraint (reported beside the constrained figures)."""
 
 
 @dataclass
@@ -94,11 +114,18 @@ class GrpoWordleConfig:
     """Every setting of the recipe (``configs/grpo_wordle.yaml``)."""
 
     seed: int = 0
+    """Seed of the secret splits, the teacher games and the trainers."""
     show_progress: bool = True
+    """Live progress lines on the console."""
+    verbose: bool = False
+    """Also print the trainers' per-step dictionaries (they always go to ``metrics.jsonl``)."""
+    constrained: bool = True
+    """Restrict every reply, in every phase, to a valid guess not made before (``guided_choice`` at the policy
+    endpoint); it removes illegal words only, never ones that contradict the feedback."""
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
     pool: PoolSection = field(default_factory=PoolSection)
-    sft: SFTSection = field(default_factory=SFTSection)
+    sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=450.0))
     grpo: GRPOSection = field(default_factory=GRPOSection)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)

@@ -113,6 +113,9 @@ class RandomPolicy:
 
 def _env_interface(env: str) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """The action schema and (for an MCP env) the tools of ``env``: a catalog name, module:Class or URL."""
+    from ..pool import fleet_urls
+
+    env = (fleet_urls(env) or [env])[0]  # a fleet's servers serve one env: ask the first
     if env.startswith(("http://", "https://")):
         import urllib.request
 

@@ -35,8 +35,12 @@ class EvalConfig:
     agent: str = "auto"
     """``wordle`` (the GRPO recipe's chat), ``text`` (reply = JSON action), ``tool`` (MCP tools); ``auto`` picks."""
     max_turns: int = 10
-    per_turn_tokens: int = 64
+    per_turn_tokens: int | None = None
+    """Tokens per model turn; null: the GRPO recipe's 8 for the wordle agent, else 64."""
     temperature: float = 0.0
+    constrained: bool = True
+    """Wordle agent: restrict each reply to a valid guess not made before (``guided_choice``), as the GRPO recipe
+    does; false evaluates the model's own words."""
     num_actors: int = 1
     sessions_per_actor: int = 8
     bootstrap_resamples: int = 2000
@@ -86,12 +90,12 @@ def _agent_kind(cfg: EvalConfig) -> str:
     return "tool" if issubclass(load_env_class(cfg.env), MCPEnvironment) else "text"
 
 
-def _agent(kind: str) -> Any:
+def _agent(kind: str, constrained: bool) -> Any:
     from ..pool import TextAgent, ToolAgent
-    from ._wordle import wordle_agent
+    from ._wordle import WordleAgent
 
     if kind == "wordle":
-        return wordle_agent()
+        return WordleAgent(constrained)
     if kind == "tool":
         return ToolAgent()
     return TextAgent(parser=json_action, system_prompt="Reply with the action as one JSON object.")
@@ -127,14 +131,16 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=cfg.per_turn_tokens)
+    tokens = cfg.per_turn_tokens or (8 if kind == "wordle" else 64)
+    backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
+                            constrained=cfg.constrained)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
                           max_turns=cfg.max_turns, client="mcp" if kind == "tool" else "generic",
                           show_progress=cfg.show_progress, run_id=cfg.name)
     specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
              for i, task in enumerate(_episode_tasks(cfg, kind))]
     with captured_policy(backend) as served, TraceWriter(out, resume=True) as writer, \
-            RolloutPool(cfg.env, served.base_url, agent=_agent(kind), config=pool_cfg, writer=writer,
+            RolloutPool(cfg.env, served.base_url, agent=_agent(kind, cfg.constrained), config=pool_cfg, writer=writer,
                         capture=served.capture) as pool:
         rows = pool.run(specs)
 

@@ -1,15 +1,17 @@
-"""Train a model to play Wordle, offline, end to end: expert warm start (SFT), then GRPO on a Ray rollout pool.
+"""Train a model to play Wordle, offline, end to end: teacher games (SFT), then GRPO on a Ray rollout pool.
 
     python -m openenv_train.recipes.grpo_wordle [--config configs/grpo_wordle.yaml] [section.key=value ...]
     python -m openenv_train.recipes.grpo_wordle --resume runs/grpo-wordle
 
 1. Wordle env servers (sandboxed local processes, or ``--env-url``) and a Ray rollout pool.
-2. The tiny offline model (or ``--model PATH_OR_ID``).
+2. The tiny offline model (character tokens; or ``--model PATH_OR_ID``).
 3. Baseline: the untrained policy on a fixed set of held-out secrets (greedy).
-4. Warm start: the scripted solver plays through the same capturing harness; SFT on its conversations.
+4. Warm start: SFT on games of a teacher that guesses a random answer word consistent with all marks so far.
 5. GRPO through the pool (TRL ``rollout_func``): every model call is captured into the run's traces.
-6. The same held-out secrets after SFT and after GRPO.
+6. The held-out secrets after SFT and after GRPO (and after GRPO without the decoding constraint).
 7. ``runs/<name>/``: traces (Parquet), checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``.
+
+Each training phase has a wall-time budget (``sft.budget_s``, ``grpo.budget_s``) and stops cleanly at it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,11 +29,12 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from ._budget import Budget, PhaseLine, budget_callback
 from ._config import config_to_dict, load_config
 from ._games import GamesFailed, WordleGames, check_games
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
-from ._training import load_model, log_callback, train_sft
+from ._training import cpu_settings, load_model, log_callback, quiet_trainer, train_sft
 from ._wordle_config import EnvSection, EvalSection, GRPOSection, GrpoWordleConfig, OutputSection, PoolSection
 
 __all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection",
@@ -38,7 +42,8 @@ __all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordl
 
 console = Console()
 logger = logging.getLogger(__name__)
-LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO"}
+LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO",
+          "grpo_unconstrained": "after GRPO, unconstrained"}
 
 
 @contextmanager
@@ -50,29 +55,81 @@ def _phase(title: str, number: int) -> Iterator[None]:
 
 
 def _evaluate(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], phase: str, cfg: GrpoWordleConfig,
-              state: RunState, metrics: MetricsLog) -> dict[str, Any]:
+              state: RunState, metrics: MetricsLog, *, constrained: bool = True) -> dict[str, Any]:
     from ..policy import FixedSampling, LocalBackend
     from ._wordle import game_metrics
 
     if phase in state.data["evals"]:
         return state.data["evals"][phase]  # type: ignore[no-any-return]
     model.eval()
-    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens)
+    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens,
+                            constrained=constrained)
     rows = games.play(backend, words, f"eval-{phase}")
     check_games(rows, f"the {LABELS[phase]} evaluation", Path(cfg.output.dir) / cfg.output.name)
     per_task = [game_metrics(row) for row in rows]
     result = phase_summary(per_task, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    won = [t["guesses"] for t in per_task if t["win"]]
+    result["guesses_when_won"] = sum(won) / len(won) if won else None
     result["failed_episodes"] = sum(not row.ok for row in rows)
     metrics.write({"phase": f"eval_{phase}", **{k: v["mean"] for k, v in result["metrics"].items()}})
-    line = ", ".join(f"{k} {v['mean']:.3f} [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
-                     for k, v in result["metrics"].items())
-    console.print(f"[bold]{LABELS[phase]}[/] ({len(rows)} held-out secrets): {line}")
+    m = result["metrics"]
+    console.print(f"[bold]{LABELS[phase]}[/] ({len(rows)} held-out secrets): win rate {m['win']['mean']:.2f} "
+                  f"[{m['win']['ci_low']:.2f}, {m['win']['ci_high']:.2f}], reward {m['reward']['mean']:.3f}, "
+                  f"guesses when won {result['guesses_when_won'] or 0:.2f}, invalid {m['invalid_rate']['mean']:.3f}, "
+                  f"consistent {m['consistent']['mean']:.2f}")
     state.finish(f"eval_{phase}", evals={**state.data["evals"], phase: result})
     return result
 
 
+def _teacher_data(tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig) -> tuple[Any, Any, Any]:
+    """Teacher games on ``secrets`` (never a held-out word) as (dataset, collator, trainer class): the teacher's
+    next-letter distributions for a character tokenizer, else the sampled conversations (TRL renders them)."""
+    import datasets
+
+    from ..envs.wordle import answers
+    from ..policy import is_char_tokenizer
+    from ._distill import DistillCollator, distill_trainer, games_dataset
+    from ._teacher import ConsistentTeacher
+    from ._wordle import teacher_conversation
+
+    teacher = ConsistentTeacher(answers())  # held-out words may be guessed, never be the secret
+    rng = random.Random(cfg.seed)
+    games = [teacher.play(rng.choice(secrets), rng) for _ in range(cfg.sft.episodes)]
+    if cfg.sft.distill and is_char_tokenizer(tokenizer):
+        return games_dataset(games), DistillCollator(tokenizer, teacher, cfg.env.system_prompt), distill_trainer()
+    chats = [teacher_conversation(game, cfg.env.system_prompt) for game in games]
+    return datasets.Dataset.from_dict({"messages": chats}), None, None
+
+
+def _sft(games: WordleGames, model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig, out: Path,
+         state: RunState, metrics: MetricsLog) -> Any:
+    start = time.perf_counter()
+    dataset, collator, trainer_class = _teacher_data(tokenizer, secrets, cfg)
+    console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s (a random answer word "
+                  f"consistent with all marks so far; {len(set(secrets))} secrets, none held out); targets: "
+                  f"{'the teacher next-letter distributions' if collator else 'the sampled words'}")
+    budget = Budget(cfg.sft.budget_s or 1e9)
+    line = PhaseLine(console, "SFT", budget, {"loss": "loss", "learning_rate": "lr"})
+    with line if cfg.show_progress else _nothing():
+        model = train_sft(model, tokenizer, dataset, cfg.sft, out / "checkpoints" / "sft", metrics=metrics,
+                          seed=cfg.seed, show_progress=cfg.show_progress, verbose=cfg.verbose,
+                          callbacks=[budget_callback(budget, line)], budget=budget if cfg.sft.budget_s else None,
+                          collator=collator, trainer_class=trainer_class)
+    console.print(f"SFT: {line.step} steps ({line.step * cfg.sft.batch_size} games) in {budget.elapsed:.0f}s"
+                  + (f" [yellow]cut short by sft.budget_s={cfg.sft.budget_s:g}[/]" if budget.cut_short else ""))
+    state.finish("sft", budgets={**state.data.get("budgets", {}),
+                                 "sft": {"steps": line.step, "seconds": round(budget.elapsed, 1),
+                                         "budget_s": cfg.sft.budget_s, "cut_short": budget.cut_short}})
+    return model
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
 def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], cfg: GrpoWordleConfig, out: Path,
-          metrics: MetricsLog) -> Any:
+          state: RunState, metrics: MetricsLog) -> Any:
     import datasets
     import torch
     from trl import GRPOConfig, GRPOTrainer
@@ -82,6 +139,9 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
     from ._wordle import game_metrics
 
     g = cfg.grpo
+    budget = Budget(g.budget_s or 1e9)
+    line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
+                                                "frac_reward_zero_std": "flat groups"})
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=get_rubric("wordle"),
                                 per_turn_tokens=g.per_turn_tokens, episode_prefix="grpo-",
                                 policy_url=f"{g.vllm_url.rstrip('/')}/v1" if g.use_vllm else None)
@@ -90,34 +150,46 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
         fields = rollout(prompts, trainer)
         check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
         games_ = [game_metrics(row) for row in rollout.last_rows]
-        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1,
-                       **{k: sum(m[k] for m in games_) / len(games_) for k in games_[0]},
+        means = {k: sum(m[k] for m in games_) / len(games_) for k in games_[0]}
+        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means,
                        "failed": sum(not r.ok for r in rollout.last_rows)})
+        line.update(values=means)
         return fields
 
     names = list(g.reward_weights)
     vllm: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": g.vllm_url} if g.use_vllm else {}
+    gpu = torch.cuda.is_available()
     args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
-                      learning_rate=g.learning_rate, beta=g.beta, temperature=g.temperature, top_p=g.top_p,
-                      reward_weights=[g.reward_weights[n] for n in names], logging_steps=1, save_strategy="steps",
-                      save_steps=g.save_steps, report_to=[], use_cpu=not torch.cuda.is_available(), bf16=False,
-                      seed=cfg.seed, disable_tqdm=not cfg.show_progress, **vllm)
+                      learning_rate=g.learning_rate, lr_scheduler_type="constant", beta=g.beta,
+                      temperature=g.temperature, top_p=g.top_p, reward_weights=[g.reward_weights[n] for n in names],
+                      logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
+                      seed=cfg.seed, disable_tqdm=not (cfg.show_progress and cfg.verbose), **cpu_settings(gpu),
+                      **vllm)
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words]})
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                           reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
-                          callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer)])
+                          callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer),
+                                     budget_callback(budget, line)])
+    quiet_trainer(trainer, cfg.verbose)
     # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
     checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),
                          key=lambda p: int(p.name.split("-")[1]))
     if checkpoints:
         console.print(f"resuming GRPO from {checkpoints[-1]}")
-    trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
+    with line if cfg.show_progress else _nothing():
+        trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
     rollout.close()
     final = out / "checkpoints" / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
+    steps = trainer.state.global_step
+    console.print(f"GRPO: {steps} steps in {budget.elapsed:.0f}s this session"
+                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}[/]" if budget.cut_short else ""))
+    state.finish("grpo", budgets={**state.data.get("budgets", {}),
+                                  "grpo": {"steps": steps, "seconds": round(budget.elapsed, 1),
+                                           "budget_s": g.budget_s, "cut_short": budget.cut_short}})
     return trainer.model
 
 
@@ -158,34 +230,25 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
             games = WordleGames(cfg, out)
             console.print(f"pool: {cfg.pool.num_actors} actors x {cfg.pool.sessions_per_actor} sessions on "
                           f"{cfg.env.url or 'wordle'} (sandboxed: {games.pool.config.sandbox}); policy endpoint "
-                          f"{games.server.base_url}")
+                          f"{games.server.base_url}; decoding constraint: "
+                          f"{'valid guesses not made before' if cfg.constrained else 'none'}")
         with _phase("model", 2):
             model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
             console.print(f"{sum(p.numel() for p in model.parameters()):,} parameters "
-                          f"({cfg.model.path or 'tiny offline model'})")
+                          f"({cfg.model.path or f'tiny offline model, {cfg.model.tokenizer} tokens'})")
         with _phase("baseline: the untrained policy on held-out secrets", 3):
-            _evaluate(games, model, tokenizer, held, "untrained", cfg, state, metrics)
+            _evaluate(games, model, tokenizer, held, "untrained", cfg, state, metrics, constrained=cfg.constrained)
         sft_dir = out / "checkpoints" / "sft"
-        with _phase("warm start: expert games, then SFT", 4):
+        with _phase("warm start: teacher games, then SFT", 4):
             if not cfg.sft.enabled:
                 console.print("sft.enabled is false: skipped")
             elif state.done("sft"):
                 model = AutoModelForCausalLM.from_pretrained(sft_dir)
                 console.print(f"done before: loaded {sft_dir}")
             else:
-                from ..integrations.trl import traces_to_sft_dataset
-                from ..policy import ScriptedBackend
-                from ._wordle import expert_reply
-
-                rows = games.play(ScriptedBackend(expert_reply, tokenizer, model_id="wordle-solver"), sft_words,
-                                  "expert")
-                dataset = traces_to_sft_dataset(rows)
-                console.print(f"{len(dataset)} expert games ({sum(r.reward == 1.0 for r in rows)} won)")
-                model = train_sft(model, tokenizer, dataset, cfg.sft, sft_dir, metrics=metrics, seed=cfg.seed,
-                                  show_progress=cfg.show_progress)
-                state.finish("sft")
+                model = _sft(games, model, tokenizer, sft_words, cfg, out, state, metrics)
             if cfg.sft.enabled:
-                _evaluate(games, model, tokenizer, held, "sft", cfg, state, metrics)
+                _evaluate(games, model, tokenizer, held, "sft", cfg, state, metrics, constrained=cfg.constrained)
         with _phase("GRPO through the rollout pool", 5):
             final = out / "checkpoints" / "final"
             if not cfg.grpo.enabled:
@@ -194,20 +257,26 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                 model = AutoModelForCausalLM.from_pretrained(final)
                 console.print(f"done before: loaded {final}")
             else:
-                model = _grpo(games, model, tokenizer, grpo_words, cfg, out, metrics)
-                state.finish("grpo")
+                model = _grpo(games, model, tokenizer, grpo_words, cfg, out, state, metrics)
         with _phase("evaluation after GRPO (after SFT: end of step 4)", 6):
             if cfg.grpo.enabled:
-                _evaluate(games, model, tokenizer, held, "grpo", cfg, state, metrics)
+                _evaluate(games, model, tokenizer, held, "grpo", cfg, state, metrics, constrained=cfg.constrained)
+                if cfg.constrained and cfg.eval.unconstrained:
+                    _evaluate(games, model, tokenizer, held, "grpo_unconstrained", cfg, state, metrics,
+                              constrained=False)
     finally:
         if games is not None:
             games.close()
     with _phase("summary", 7):
         evals = state.data["evals"]
         extra = {"title": "GRPO Wordle", "run": str(out), "held_out_secrets": len(held),
+                 "decoding_constraint": "guided_choice: valid guesses not made before" if cfg.constrained else None,
+                 "guesses_when_won": {p: r.get("guesses_when_won") for p, r in evals.items()},
+                 "budgets": state.data.get("budgets", {}),
                  "seconds_this_session": round(time.perf_counter() - started, 1), "config": config_to_dict(cfg)}
-        summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="reward", labels=LABELS,
-                                extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+        summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="win", labels=LABELS,
+                                extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
+                                also=["grpo_unconstrained"])
         plot_training(metrics.read(), out / "training.png", evals=evals, labels=LABELS)
         console.print((out / "summary.md").read_text())
         console.print(f"wrote {out}: traces/, checkpoints/, metrics.jsonl, training.png, summary.md, summary.json")
@@ -235,8 +304,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--use-vllm", action="store_true", help="generate with a trl vllm-serve server (GPU)")
     parser.add_argument("--unsloth", action="store_true", help="load the model with Unsloth (GPU)")
     parser.add_argument("--name", help="run name (output.name)")
+    parser.add_argument("--verbose", action="store_true", help="also print the trainers' per-step logs")
     parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. grpo.steps=10 sft.epochs=2")
     return parser
+
+
+def _quiet_libraries(verbose: bool) -> None:
+    """One line per phase on the console: no per-save progress bars, no notices about TRL's experimental API or
+    renamed arguments (``--verbose`` keeps them)."""
+    import os
+    import warnings
+
+    if verbose:
+        return
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = list(args.overrides)
     flags = {"env.url": args.env_url, "pool.ray_address": args.ray_address, "model.path": args.model,
              "output.name": args.name, "grpo.use_vllm": "true" if args.use_vllm else None,
-             "model.unsloth": "true" if args.unsloth else None}
+             "model.unsloth": "true" if args.unsloth else None, "verbose": "true" if args.verbose else None}
     overrides += [f"{k}={v}" for k, v in flags.items() if v is not None]
     config_path = args.config
     if args.resume:
@@ -260,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING)
+    _quiet_libraries(cfg.verbose)
     try:
         summary = run(cfg, resume=bool(args.resume))
     except (ValueError, GamesFailed) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1
-    console.print(f"improvement in mean reward: {json.dumps(summary.get('improvement'))}")
+    console.print(f"improvement in win rate: {json.dumps(summary.get('improvement'))}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Rubrics for the catalog envs, read from a row's env steps (actions and observations as the env sent them).
 
-- ``wordle``: correct, greens, yellows, format, repetition, invalid_guesses (a penalty) and their total;
+- ``wordle``: correct, greens, yellows, format, repetition, invalid_guesses (a penalty), speed (winning sooner),
+  consistent (guesses that fit the marks so far) and their total;
 - ``games`` (tic_tac_toe, connect4, kuhn_poker, chess, catch, blackjack): win, draw, loss; total = win - loss;
 - ``coding``: tests_passed (the fraction of hidden tests passed on submit);
 - ``reasoning_gym``: the dataset's own ``score_answer`` of the answer, re-run from the task spec.
@@ -68,12 +69,43 @@ def wordle_invalid_guesses(row: TraceRow) -> float | None:
     return None if not row.steps else sum(bool(s.observation.get("invalid_move")) for s in row.steps) / len(row.steps)
 
 
+def _history(row: TraceRow) -> list[tuple[str, str]] | None:
+    obs = _last_obs(row)
+    if obs is None or "guesses" not in obs:
+        return None
+    return list(zip(obs.get("guesses") or [], obs.get("feedback") or [], strict=False))
+
+
+def wordle_speed(row: TraceRow) -> float | None:
+    """Winning sooner: (7 - guesses) / 6 for a won game (1.0 in one guess, 1/6 in six), else 0.0."""
+    history = _history(row)
+    if history is None:
+        return None
+    won = bool(row.steps) and row.steps[-1].reward == 1.0
+    return (7 - len(history)) / 6 if won and history else 0.0
+
+
+def wordle_consistent(row: TraceRow) -> float | None:
+    """The fraction of valid guesses after the first that could be the secret given every earlier mark (with fewer
+    than two valid guesses: 1.0 for a win in one, else 0.0)."""
+    from ..envs.wordle import feedback
+
+    history = _history(row)
+    if history is None:
+        return None
+    if len(history) < 2:
+        return float(bool(row.steps) and row.steps[-1].reward == 1.0)
+    fits = sum(all(feedback(g, history[i][0]) == m for g, m in history[:i]) for i in range(1, len(history)))
+    return fits / (len(history) - 1)
+
+
 def wordle_rubric(weights: dict[str, float] | None = None) -> Components:
     """Wordle's components and their weighted total (default weights favour winning; invalid moves cost)."""
     fns: list[Callable[[TraceRow], float | None]] = [wordle_correct, wordle_greens, wordle_yellows, wordle_format,
-                                                     wordle_repetition, wordle_invalid_guesses]
+                                                     wordle_repetition, wordle_invalid_guesses, wordle_speed,
+                                                     wordle_consistent]
     default = {"correct": 1.0, "greens": 0.2, "yellows": 0.1, "format": 0.1, "repetition": 0.1,
-               "invalid_guesses": -0.2}
+               "invalid_guesses": -0.2, "speed": 0.0, "consistent": 0.0}
     default.update(weights or {})
     parts = [FunctionRubric(fn, fn.__name__.removeprefix("wordle_")) for fn in fns]
     return Components(parts, [default[p.name] for p in parts], name="wordle")

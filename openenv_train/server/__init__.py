@@ -5,6 +5,7 @@ from ._loader import load_class
 from ._mcp_environment import MCPEnvironment, ToolCallFailed, ToolSpec, result_payload, tool
 from ._run import run_server
 from ._server import EnvServer, ServerConfig
+from ._workers import serve_workers
 
 __all__ = [
     "EnvServer",
@@ -17,5 +18,6 @@ __all__ = [
     "load_class",
     "result_payload",
     "run_server",
+    "serve_workers",
     "tool",
 ]

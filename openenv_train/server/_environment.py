@@ -69,6 +69,17 @@ class Environment(Generic[ActT, ObsT, StateT]):
         """Release what the instance holds; called once when its session ends."""
 
     @classmethod
+    def render_observation(cls, observation: dict[str, Any]) -> str | None:
+        """A human view of an observation (a Wordle board, a game board, a screenshot) as a safe HTML fragment.
+
+        The playground shows it above the observation's JSON, and the trace viewer above each recorded step's.
+        Override it as a classmethod or staticmethod: it gets the observation as a JSON dict (live or read back
+        from a trace), so it must not use the instance. Escape every text from the observation
+        (``html.escape``) and use inline styles (the fragment goes into other pages). Default: None (no view).
+        """
+        return None
+
+    @classmethod
     def metadata_info(cls) -> EnvMetadata:
         """What ``GET /metadata`` serves for this class."""
         doc = inspect.getdoc(cls) or ""
@@ -141,10 +152,13 @@ class EnvSpecInfo:
         return names
 
     def schema(self) -> dict[str, Any]:
-        """The ``/schema`` document: JSON schemas of action, observation and state."""
+        """The ``/schema`` document: JSON schemas of action, observation, state and (as openenv 0.10) reset's observation."""
         env_cls = self.env_cls
+        observation = TypeAdapter(env_cls.observation_type).json_schema()
+        reset_type = getattr(env_cls, "reset_observation_type", None)
         return {
             "action": self.action_adapter.json_schema(),
-            "observation": TypeAdapter(env_cls.observation_type).json_schema(),
+            "observation": observation,
             "state": TypeAdapter(env_cls.state_type).json_schema(),
+            "reset_observation": observation if reset_type is None else TypeAdapter(reset_type).json_schema(),
         }

@@ -36,6 +36,8 @@ class ServerConfig:
     """TCP port; 0 picks a free one (read it back from ``EnvServer.port``)."""
     uds: str | None = None
     """Listen on this Unix socket path instead of TCP."""
+    reuse_port: bool = False
+    """Bind with ``SO_REUSEPORT``: several server processes share the port (``serve --workers N``)."""
     max_sessions: int | None = 1024
     """Most concurrent sessions (WebSocket and HTTP-MCP); None for no cap."""
     idle_timeout_s: float | None = 600.0
@@ -145,7 +147,8 @@ class EnvServer:
                 self._server = await loop.create_unix_server(lambda: Connection(self), config.uds, backlog=4096)
             else:
                 self._server = await loop.create_server(
-                    lambda: Connection(self), config.host, config.port, backlog=4096, reuse_address=True
+                    lambda: Connection(self), config.host, config.port, backlog=4096, reuse_address=True,
+                    reuse_port=config.reuse_port or None,
                 )
                 self.port = self._server.sockets[0].getsockname()[1]
         except OSError as exc:

@@ -239,6 +239,54 @@ class TraceWriter:
                 raise TraceWriteError(f"shard {final} written but the manifest could not be updated: {exc}") from exc
             return final
 
+    def add_shard(self, path: str | os.PathLike[str], *, keep: Callable[[str], bool] | None = None) -> Path | None:
+        """Move a complete shard another writer made (an actor's, in a staging folder) into this run.
+
+        Its rows enter the manifest like written ones; rows already written here, and rows whose trace id
+        ``keep`` rejects, are left out (the shard is then rewritten without them). The source file is gone
+        afterwards. Returns the new shard's path, or None when no row was kept.
+
+        Raises:
+            TraceWriteError: the writer is closed, or the shard cannot be read or moved.
+        """
+        source = Path(path)
+        with self._lock:
+            self._check_open()
+            try:
+                table = pq.read_table(source)
+            except (pa.ArrowException, OSError) as exc:
+                raise TraceWriteError(f"shard {source} cannot be read: {exc}") from exc
+            ids = [list(t) for t in zip(*(table.column(c).to_pylist() for c in ("trace_id", "run_id", "episode_id")),
+                                        strict=True)]
+            mask = [not (t in self._trace_ids or (e and (r, e) in self._episodes)) and (keep is None or keep(t))
+                    for t, r, e in ids]
+            seq = max((_shard_seq(s["file"]) for s in self._shards), default=-1) + 1
+            name = f"part-{seq:05d}-{uuid.uuid4().hex[:8]}.parquet"
+            final, tmp = self.dir / name, self.dir / f"{name}.tmp"
+            try:
+                if not any(mask):
+                    source.unlink()
+                    return None
+                if all(mask):
+                    os.replace(source, final)  # the common case: no copy (the staging folder is on this filesystem)
+                else:
+                    pq.write_table(table.filter(pa.array(mask)), tmp, compression=self.compression)
+                    _fsync_file(tmp)
+                    os.replace(tmp, final)
+                    source.unlink()
+                _fsync_dir(self.dir)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise TraceWriteError(f"could not move shard {source} to {final}: {exc.strerror or exc}") from exc
+            kept = [i for i, m in zip(ids, mask, strict=True) if m]
+            self._shards.append({"file": name, "rows": len(kept), "schema_version": ROW_SCHEMA_VERSION, "ids": kept})
+            for trace_id, run_id, episode_id in kept:
+                self._trace_ids.add(trace_id)
+                if episode_id:
+                    self._episodes.add((run_id, episode_id))
+            self._write_manifest()
+            return final
+
     def close(self) -> None:
         """Flush and release the run directory; idempotent.
 

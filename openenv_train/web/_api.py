@@ -6,6 +6,7 @@ Routes: ``/api/info``, ``/api/episodes?offset&limit&env&ok&min_reward&max_reward
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -20,7 +21,8 @@ __all__ = ["MAX_PAGE", "ViewerApi"]
 
 MAX_PAGE = 500
 _WIN_WINDOW = 16
-_FIRST_SERIES = ("reward", "win_rate", "grpo_rollout/reward", "grpo_rollout/win")
+#: What a run is judged by, shown first in this order: a series whose last name part matches one of these.
+_FIRST_SERIES = ("reward", "win_rate", "win", "loss")
 #: Keys of a metrics line that are not series: its wall-clock time and its phase.
 _NOT_SERIES = ("step", "time", "phase")
 
@@ -94,8 +96,11 @@ class ViewerApi:
         if rec is None:
             return None
         model = (rec.get("policy") or {}).get("model")
+        view = _view_of((rec.get("env") or {}).get("name"))
         steps = [{**s, "action": _loads(s.get("action")), "observation": _loads(s.get("observation")),
                   "reward": _finite(s.get("reward"))} for s in rec.get("steps") or []]
+        for step in steps:
+            step["view"] = _render(view, step["observation"])
         turns: list[dict[str, Any]] = []
         previous: list[Any] = []
         for turn in rec.get("turns") or []:
@@ -154,8 +159,9 @@ class ViewerApi:
                     for key, value in point.items():
                         if key not in _NOT_SERIES and _number(value) and _number(x):
                             series.setdefault(prefix + key, []).append([x, value])
-            names = [n for n in _FIRST_SERIES if n in series] + sorted(n for n in series if n not in _FIRST_SERIES)
-            return {"source": "metrics.jsonl", "x": "step", "series": [{"name": n, "points": series[n]} for n in names]}
+            names = sorted(series, key=_series_rank)
+            return {"source": "metrics.jsonl", "x": "step",
+                    "series": [_series(n, series[n]) for n in names]}
         rewards = self.index.rewards()
         points = [[i, r] for i, r in enumerate(rewards) if r is not None]
         wins: list[list[float]] = []
@@ -166,8 +172,47 @@ class ViewerApi:
             recent = (recent + [1.0 if r >= 1.0 else 0.0])[-_WIN_WINDOW:]
             wins.append([i, sum(recent) / len(recent)])
         return {"source": "episodes", "x": "episode",
-                "series": [{"name": "reward", "points": points},
-                           {"name": f"win_rate (reward >= 1, last {_WIN_WINDOW})", "points": wins}]}
+                "series": [_series("reward", points), _series(f"win_rate (reward >= 1, last {_WIN_WINDOW})", wins)]}
+
+
+@functools.lru_cache(maxsize=64)
+def _view_of(env_name: Any) -> Any:
+    """The ``render_observation`` of the env class a row names (a catalog name or ``module:Class``), or None."""
+    if not isinstance(env_name, str) or not env_name or "://" in env_name:
+        return None  # no name, or a remote server's URL: no class here to ask
+    from ..envs import load_env_class
+
+    try:
+        return load_env_class(env_name).render_observation
+    except Exception:  # an env this install does not have (or cannot import): no view, the JSON stays
+        return None
+
+
+def _render(view: Any, observation: Any) -> str | None:
+    """The env's human view of one recorded observation; None when it has none or it fails."""
+    if view is None or not isinstance(observation, dict):
+        return None
+    try:
+        fragment = view(observation)
+    except Exception:  # a view is optional: its bug must not hide the episode
+        return None
+    return fragment if isinstance(fragment, str) else None
+
+
+def _series_rank(name: str) -> tuple[int, int, int, str]:
+    """Reward, win rate and loss first (unphased, then rollout phases, then the others), then the rest by name."""
+    phase, _, last = name.rpartition("/")
+    for rank, key in enumerate(_FIRST_SERIES):
+        if last == key or last.startswith(key + "_") or last.endswith("_" + key):
+            return 0, 0 if not phase else 1 if "rollout" in phase else 2, rank, name
+    return 1, 0, 0, name
+
+
+def _series(name: str, points: list[list[float]]) -> dict[str, Any]:
+    """One series; ``primary``: one a run is judged by; ``flat``: its value never changes (folded by the viewer)."""
+    values = {p[1] for p in points}
+    return {"name": name, "points": points, "primary": _series_rank(name)[0] == 0,
+            "flat": len(values) <= 1 and len(points) > 1}
 
 
 def _number(value: Any) -> bool:

@@ -60,18 +60,19 @@ class SleepyEnvironment(Environment[SleepAction, SleepObservation, State]):
 
 async def test_late_reply_is_never_paired_with_the_next_request() -> None:
     async with serve_inloop(SleepyEnvironment) as server:
-        client = GenericEnvClient(server.url, reply_timeout_s=0.2)
+        # limits long enough for a busy machine's fast replies; the slow step overruns them well
+        client = GenericEnvClient(server.url, reply_timeout_s=2.0)
         async with client:
             first = (await client.reset(episode_id="first")).observation["episode"]
-            with pytest.raises(ReplyTimeout, match="reply_timeout_s=0.2"):
-                await client.step({"seconds": 0.6, "tag": "slow"})
+            with pytest.raises(ReplyTimeout, match="reply_timeout_s=2"):
+                await client.step({"seconds": 5.0, "tag": "slow"})
             assert client.client_state is ClientState.FAILED
             # The slow reply is still due from the old session; the next request must get its own reply.
             result = await client.step({"seconds": 0.0, "tag": "fast"})
             assert result.observation["tag"] == "fast"
             assert result.observation["episode"] != first  # a new session, not the old one
             assert client.reconnects == 1
-            await asyncio.sleep(0.6)  # let the old slow step finish on the server
+            await asyncio.sleep(5.0)  # let the old slow step finish on the server
             again = await client.step({"seconds": 0.0, "tag": "after"})
             assert again.observation["tag"] == "after"
 
@@ -91,9 +92,9 @@ async def test_cancelled_call_fails_the_session() -> None:
 
 async def test_without_reconnect_a_failed_session_raises_session_failed() -> None:
     async with serve_inloop(SleepyEnvironment) as server:
-        async with GenericEnvClient(server.url, reply_timeout_s=0.1, reconnect=False) as client:
+        async with GenericEnvClient(server.url, reply_timeout_s=2.0, reconnect=False) as client:
             with pytest.raises(ReplyTimeout):
-                await client.step({"seconds": 0.5})
+                await client.step({"seconds": 5.0})
             with pytest.raises(SessionFailed, match="call connect"):
                 await client.step({"seconds": 0.0})
             await client.connect()

@@ -24,6 +24,7 @@ from openenv_train.core import (
     StepResult,
     Tool,
 )
+from tests.compat._release import CURRENT
 
 
 # Our pydantic models mirroring OECounterAction/OECounterObservation/OECounterState.
@@ -172,7 +173,7 @@ async def test_http_get_json_parses_openenv_endpoints(oe_counter_url: str) -> No
     assert {"name", "description", "version", "readme_content", "author", "documentation_url"} <= set(metadata)
 
     status, schema = await http_get_json(endpoint, "/schema")
-    assert status == 200 and set(schema) == {"action", "observation", "state"}
+    assert status == 200 and set(schema) == {"action", "observation", "state"} | ({"reset_observation"} if CURRENT else set())
     delta = schema["action"]["properties"]["delta"]
     assert (delta["type"], delta["minimum"], delta["maximum"]) == ("integer", -100, 100)
     assert {"value", "target", "done", "reward"} <= set(schema["observation"]["properties"])

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 
 from openenv_train.client import Endpoint, GenericEnvClient, LocalProcessProvider
 from openenv_train.core import CapacityError
+from tests.compat._release import CURRENT
 from tests.conftest import serve_process
 
 OBS_KEYS = {"observation", "reward", "done"}
@@ -80,10 +81,11 @@ async def test_health_metadata_schema(both: dict[str, httpx.AsyncClient]) -> Non
     assert metadata["ours"].json()["name"] == "echo"
 
     schema = await each(both, "GET", "/schema")
-    for r in schema.values():
+    for side, r in schema.items():
         assert r.status_code == 200
         body = r.json()
-        assert set(body) == {"action", "observation", "state"}
+        # openenv 0.10 added reset_observation (ours has it against either release)
+        assert set(body) == {"action", "observation", "state"} | ({"reset_observation"} if CURRENT or side == "ours" else set())
         assert all(isinstance(v, dict) and v for v in body.values())
         assert {"episode_id", "step_count"} <= set(body["state"]["properties"])
         assert "call_tool" in json.dumps(body["action"])  # both accept call_tool actions
@@ -338,7 +340,8 @@ async def test_our_client_reports_a_refused_session_as_capacity_error() -> None:
 @pytest.fixture(scope="module")
 def validate_report(shared_echo: Endpoint) -> dict[str, Any]:
     """``openenv validate --url`` (openenv-core's own CLI, in a subprocess) run against our echo server."""
-    done = subprocess.run([str(OPENENV_CLI), "validate", "--url", shared_echo.base_url, "--timeout", "10"],
+    json_flag = ["--json"] if CURRENT else []  # 0.3 printed JSON by default, 0.10 asks for --json
+    done = subprocess.run([str(OPENENV_CLI), "validate", "--url", shared_echo.base_url, "--timeout", "10", *json_flag],
                           capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     start = done.stdout.find("{")
     assert start >= 0, f"no JSON report (rc={done.returncode}):\n{done.stdout}\n{done.stderr}"

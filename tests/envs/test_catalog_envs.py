@@ -22,6 +22,10 @@ def _skip_without_sandbox(name: str) -> None:
         from tests.sandbox.conftest import require_sandbox
 
         require_sandbox()
+    if "browser" in get_spec(name).tags:
+        from tests.envs._browser_solvers import require_browser
+
+        require_browser()
 
 
 def _sample_action(env_cls: type[Environment[Any, Any, Any]]) -> dict[str, Any]:
@@ -57,7 +61,7 @@ async def test_env_contract(name: str) -> None:
         await _maybe(env.close())
     assert runs[0] == runs[1], "same seed and actions must give the same episode"
     schema = env_cls.spec_info().schema()
-    assert set(schema) == {"action", "observation", "state"}
+    assert set(schema) == {"action", "observation", "state", "reset_observation"}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -92,3 +96,24 @@ async def test_openenv_generic_client_drives_every_env(name: str) -> None:
             result = await client.step(_sample_action(env_cls))
             assert isinstance(result.observation, dict)
             assert (await client.state())["step_count"] == 1
+
+
+def test_the_catalog_lists_40_envs_by_family_with_their_extras() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from openenv_train.cli import app
+
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(app, ["catalog", "--json"]).stdout)
+    names = [e["name"] for e in listed if e["family"] != "browser"]
+    assert len(names) >= 40 and {"trading", "trading_mcp", "calendar", "mock_apis"} <= set(names)
+    assert all(e["family"] and (e["install"] == "" or "openenv-train[" in e["install"]) for e in listed)
+    spiel = next(e for e in listed if e["name"] == "openspiel/go")
+    assert spiel["extra"] == "openspiel" and spiel["install"] == "pip install 'openenv-train[openspiel]'"
+    table = runner.invoke(app, ["catalog", "--family", "finance"])
+    assert table.exit_code == 0 and "finance (2)" in table.stdout and "trading_mcp" in table.stdout
+    assert "chess" not in table.stdout
+    unknown = runner.invoke(app, ["catalog", "--family", "nope"])
+    assert unknown.exit_code != 0 and "families:" in unknown.output

@@ -367,7 +367,8 @@ print("found", found, "others", sorted(set(p for p in os.listdir("/proc") if p.i
 def secret(*args):
     return "guess"
 """
-    env = CodingEnvironment()
+    # The snoop walks every readable file and object, slow on a busy machine: the longest limit, not the default.
+    env = CodingEnvironment(wall_time_s=_sandboxing.MAX_WALL_TIME_S)
     try:
         await env.reset(task=CodingTask.model_validate(task))
         run = await env.step(CodingAction(code=snoop))

@@ -7,6 +7,7 @@ import importlib.util
 import pytest
 
 from openenv_train.integrations.art import to_art_groups, to_art_trajectory_fields
+from tests.integrations._art import ART_MISSING
 from tests.rubrics._rows import wordle_row
 
 
@@ -19,7 +20,7 @@ def test_fields_carry_messages_reward_and_metadata() -> None:
     assert fields["metrics"]["turns"] == 2 and fields["metrics"]["done"] is True
 
 
-@pytest.mark.skipif(importlib.util.find_spec("art") is None, reason="openpipe-art is not installed (optional extra)")
+@pytest.mark.skipif(ART_MISSING, reason="openpipe-art is not installed (optional extra)")
 def test_real_art_objects() -> None:  # pragma: no cover - needs the optional package
     rows = [wordle_row("crane", ["[crane]"], group_id="g0", episode_id=f"e{i}") for i in range(2)]
     groups = to_art_groups(rows)

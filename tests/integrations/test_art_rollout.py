@@ -6,7 +6,6 @@ the tiny offline model, capturing every call; the env is a real Wordle server su
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ from openenv_train.harbor import CaptureStore, TraceWriter, read_traces
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.art import ArtRolloutError, import_art, make_art_rollout, to_art_groups
 from openenv_train.pool import PoolConfig
+from tests.integrations._art import ART_MISSING
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("art") is None,
+pytestmark = pytest.mark.skipif(ART_MISSING,
                                 reason="openpipe-art is not installed: pip install 'openpipe-art==0.5.18' "
                                        "(the base package; ART tests need it)")
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -15,34 +13,26 @@ from pathlib import Path
 import pytest
 
 from openenv_train.harbor import read_traces
+from tests.pool._ray_head import LOOPBACK, RAY, free_port, ray_env, short_temp_dir
+from tests.pool._ray_head import ray_head as head_process
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
-RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
-def ray_head(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    """A Ray head on 127.0.0.1 with its dashboard (job API); a token only this test knows."""
+def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
+    """A Ray head on 127.0.0.1 with its dashboard (job API); a token only this test knows; stopped by its pid."""
     if RAY is None:
         pytest.skip("the ray CLI is not installed")
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
-           "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
-    dashboard = _free_port()
-    start = [RAY, "start", "--head", f"--port={_free_port()}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
-             "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
-             "--disable-usage-stats"]
-    subprocess.run(start, env=env, check=True, capture_output=True, timeout=120)
+    temp_dir = short_temp_dir()
+    env = ray_env(temp_dir, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32), **{LOOPBACK: "0"})
+    dashboard = free_port()
+    args = ("--num-cpus=2", "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}")
     try:
-        yield f"http://127.0.0.1:{dashboard}", env
+        with head_process(temp_dir, extra_args=args, env=env):
+            yield f"http://127.0.0.1:{dashboard}", env
     finally:
-        subprocess.run([RAY, "stop"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.mark.timeout(300)

@@ -1,4 +1,5 @@
-"""The GRPO Wordle recipe end to end with the smoke config: killed (-9) during GRPO, resumed, every output checked."""
+"""The GRPO Wordle recipe end to end with the smoke config: killed (-9) during GRPO, resumed, every output checked,
+and the decoding constraint never lets an illegal guess through."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from openenv_train.envs.wordle import valid_guesses
 from openenv_train.harbor import read_traces
+from openenv_train.recipes.grpo_wordle import EvalSection, GrpoWordleConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "grpo_wordle_smoke.yaml"
@@ -56,8 +59,7 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     rows = read_traces(run)
     ids = [r.episode_id for r in rows]
     assert len(ids) == len(set(ids))
-    assert sum(r.episode_id.startswith("expert-") for r in rows) == 64
-    for phase in ("untrained", "sft", "grpo"):
+    for phase in ("untrained", "sft", "grpo", "grpo_unconstrained"):
         assert sum(r.episode_id.startswith(f"eval-{phase}-") for r in rows) == 8
     grpo = [r for r in rows if r.episode_id.startswith("grpo-")]
     assert {r.episode_id.split("-")[1] for r in grpo} == {"s0", "s1", "s2", "s3"}  # 4 steps x 2 groups x 2 games
@@ -65,8 +67,16 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     assert all(t.completion_token_ids and len(t.per_token_logps) == len(t.completion_token_ids)
                for r in grpo for t in r.trace.turns)
     assert sorted({r.policy.version for r in grpo}) == [0, 1, 2, 3]
-    expert = [r for r in rows if r.episode_id.startswith("expert-")]
-    assert all(r.reward == 1.0 for r in expert)  # the scripted solver wins every game
+    held = set(GrpoWordleConfig(eval=EvalSection(words=8)).secret_splits()[0])
+    assert {r.task.get("task") for r in grpo}.isdisjoint(held)  # a held-out word is never a training secret
+    # every constrained reply (every phase but the unconstrained evaluation) is a valid guess not made before
+    for row in rows:
+        if row.episode_id.startswith("eval-grpo_unconstrained-"):
+            continue
+        guesses = [str(s.action["message"]) for s in row.steps]
+        assert all(g in valid_guesses() for g in guesses), (row.episode_id, guesses)
+        assert len(set(guesses)) == len(guesses)
+        assert all(t.metadata.get("constraint", {}).get("kind") == "choice" for t in row.trace.turns)
     # the folder loads with datasets in one line
     import datasets
 
@@ -89,22 +99,35 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     # the plot and the summaries
     assert (run / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((run / "summary.json").read_text())
-    assert set(summary["phases"]) == {"untrained", "sft", "grpo"}
+    assert set(summary["phases"]) == {"untrained", "sft", "grpo", "grpo_unconstrained"}
     for phase in summary["phases"].values():
-        assert {"reward", "win", "greens", "yellows", "invalid_rate"} <= set(phase)
+        assert {"reward", "win", "guesses", "greens", "yellows", "invalid_rate", "consistent"} <= set(phase)
         assert all(m["ci_low"] <= m["mean"] <= m["ci_high"] and m["n"] == 8 for m in phase.values())
     imp = summary["improvement"]
     assert imp["from"] == "untrained" and imp["to"] == "grpo"
-    assert imp["mean"] == pytest.approx(summary["phases"]["grpo"]["reward"]["mean"]
-                                        - summary["phases"]["untrained"]["reward"]["mean"])
+    assert imp["mean"] == pytest.approx(summary["phases"]["grpo"]["win"]["mean"]
+                                        - summary["phases"]["untrained"]["win"]["mean"])
     assert imp["ci_low"] <= imp["mean"] <= imp["ci_high"]
-    # the random model never makes a valid guess; the expert-tuned one does
-    assert summary["phases"]["untrained"]["invalid_rate"]["mean"] == 1.0
-    assert summary["phases"]["sft"]["invalid_rate"]["mean"] < 1.0
+    # the constraint: no illegal guess in any constrained phase, the random model included; without it the
+    # untrained-sized model writes some
+    for phase in ("untrained", "sft", "grpo"):
+        assert summary["phases"][phase]["invalid_rate"]["mean"] == 0.0
+    assert set(summary["guesses_when_won"]) >= {"untrained", "sft", "grpo", "grpo_unconstrained"}
+    assert summary["budgets"]["sft"]["steps"] >= 1 and summary["budgets"]["sft"]["budget_s"] == 40
+    assert "grpo" in summary["budgets"]
     md = (run / "summary.md").read_text()
-    assert "| reward |" in md and "Improvement in reward" in md
+    assert "| win |" in md and "Improvement in win" in md and "after GRPO, unconstrained" in md
     config = (run / "config.yaml").read_text()
     assert "num_generations: 2" in config
+
+    # recipes.eval on the final checkpoint replays the summary's final evaluation: same secrets, same decoding
+    done = subprocess.run([sys.executable, "-m", "openenv_train.recipes.eval", f"model={run / 'checkpoints' / 'final'}",
+                           "env=wordle", "episodes=8", f"output_dir={tmp_path}", "name=replay", "show_progress=false",
+                           "num_actors=1"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    replay = json.loads((tmp_path / "replay" / "summary.json").read_text())["phases"]["eval"]
+    for name in ("win", "reward", "guesses", "invalid_rate"):
+        assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo"][name]["mean"]), name
 
 
 def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> None:
@@ -120,3 +143,10 @@ def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> Non
     done = subprocess.run([*RECIPE, "--resume", str(tmp_path / "nothing")], capture_output=True, text=True,
                           env=_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "no config.yaml" in done.stderr
+
+
+def test_the_config_file_holds_the_embedded_defaults() -> None:
+    from openenv_train.recipes._config import config_to_dict, load_config
+
+    assert config_to_dict(load_config(GrpoWordleConfig, str(ROOT / "configs" / "grpo_wordle.yaml"), [])) == \
+        config_to_dict(GrpoWordleConfig())

@@ -157,6 +157,8 @@ class CloseCounting:
 
     closes: dict[int, int] = {}
     built: list[int] = []
+    #: ``(start, end)`` monotonic times of each slow step (``delay > 0``), so tests wait on them, not on sleeps.
+    slow_steps: list[list[float]] = []
 
     def _register(self) -> None:
         type(self).built.append(id(self))
@@ -184,7 +186,10 @@ class SlowAsyncEnv(CloseCounting, Environment[TagAction, TagObservation, State])
 
     async def step(self, action: TagAction) -> TagObservation:
         if action.delay:
+            span = [time.monotonic()]
+            type(self).slow_steps.append(span)
             await asyncio.sleep(action.delay)
+            span.append(time.monotonic())
         self._state.step_count += 1
         return TagObservation(tag=action.tag, thread=threading.current_thread().name, instance=id(self))
 
@@ -215,7 +220,10 @@ class BlockingEnv(CloseCounting, Environment[TagAction, TagObservation, State]):
 
     def step(self, action: TagAction) -> TagObservation:
         if action.delay:
+            span = [time.monotonic()]
+            type(self).slow_steps.append(span)
             time.sleep(action.delay)
+            span.append(time.monotonic())
         self._state.step_count += 1
         return TagObservation(tag=action.tag, thread=threading.current_thread().name, instance=id(self))
 

@@ -29,6 +29,7 @@ def reset_counts(*classes: Any) -> None:
     for cls in classes:
         cls.closes.clear()
         cls.built.clear()
+        cls.slow_steps.clear()
 
 
 async def rpc(server: EnvServer, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -139,7 +140,7 @@ async def test_idle_sessions_are_reaped_and_busy_ones_are_not() -> None:
 @pytest.mark.parametrize("env_cls", [SlowAsyncEnv, BlockingEnv])
 async def test_stop_finishes_in_flight_steps_then_closes_every_session_once(env_cls: Any) -> None:
     reset_counts(env_cls)
-    server = EnvServer(env_cls, ServerConfig(port=0))
+    server = EnvServer(env_cls, ServerConfig(port=0, shutdown_grace_s=120.0))  # long: a busy machine is slow
     await server.start()
     try:
         sockets = [await open_ws(server) for _ in range(3)]
@@ -150,11 +151,16 @@ async def test_stop_finishes_in_flight_steps_then_closes_every_session_once(env_
         assert server.registry.active == 4
         slow = sockets[0]
         await slow.send(json.dumps({"type": "step", "data": {"delay": 0.4, "tag": 42}}))
-        await asyncio.sleep(0.1)  # the step is in flight
+        deadline = time.monotonic() + 60
+        while not env_cls.slow_steps and time.monotonic() < deadline:  # the step is in flight
+            await asyncio.sleep(0.01)
+        assert env_cls.slow_steps, "the slow step never started"
         started = time.monotonic()
         await server.stop()
-        took = time.monotonic() - started
-        assert 0.2 <= took < 3.0, took  # it waited for the step, not for the grace period
+        stopped = time.monotonic()
+        # it waited for the step (which ended before stop returned), not for the grace period
+        assert len(env_cls.slow_steps[0]) == 2 and env_cls.slow_steps[0][1] <= stopped, env_cls.slow_steps
+        assert stopped - started < 60.0, stopped - started
         reply = await recv_json(slow)
         assert reply["type"] == "observation" and reply["data"]["observation"]["tag"] == 42
         for ws in sockets:

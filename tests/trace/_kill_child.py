@@ -1,4 +1,8 @@
-"""Child process of test_writer_kill: writes episodes 0..N-1 of run "run", skipping those already written."""
+"""Child process of test_writer_kill: writes episodes 0..N-1 of run "run", skipping those already written.
+
+It prints ``READY <rows already written>``, then ``ROW <i>`` after each row it writes (so the test kills it at
+points of its progress, not of the clock), then ``DONE``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ def main(run_dir: str, episodes: int) -> None:
         for i in range(episodes):
             if not writer.written(("run", f"ep{i}")):
                 writer.write(make_row(i, **SIZE))
+                print("ROW", i, flush=True)
     print("DONE", flush=True)
 
 

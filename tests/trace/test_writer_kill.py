@@ -7,8 +7,9 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+import pytest
 
 from openenv_train.trace import read_traces, traces_glob
 from openenv_train.trace._schema import from_record
@@ -41,6 +42,7 @@ def _check_with_datasets(run_dir: Path, cache: Path, checked: set[str]) -> set[s
     return set(episodes)
 
 
+@pytest.mark.timeout(900)  # seven writer runs and seven dataset loads; slow on a busy machine
 def test_random_kills_never_break_the_dataset(tmp_path: Path) -> None:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
@@ -52,17 +54,21 @@ def test_random_kills_never_break_the_dataset(tmp_path: Path) -> None:
         ready = proc.stdout.readline()
         assert ready.startswith("READY"), f"child did not start (seed {seed})"
         assert int(ready.split()[1]) == len(seen), "the resumed writer and datasets disagree on what is written"
-        # before its first row, during its first shard (the first Parquet write is slow), then mid-run
-        time.sleep((0.0, 0.1, 0.2)[attempt] if attempt < 3 else rng.uniform(0.22, 0.32))
+        # before its first row, during its first shard (flush_rows=4), then mid-run: after the k-th row it reports
+        # (its 4th write flushes a shard, so each later kill leaves rows behind however slow the machine is)
+        rows = (0, 1)[attempt] if attempt < 2 else rng.randint(4, 40)
+        for _ in range(rows):
+            line = proc.stdout.readline()
+            assert line.startswith("ROW"), f"child stopped before {rows} rows: {line!r} (seed {seed})"
         proc.send_signal(signal.SIGKILL)
-        kills += proc.wait(timeout=30) == -signal.SIGKILL
+        kills += proc.wait(timeout=120) == -signal.SIGKILL
         now = _check_with_datasets(run_dir, tmp_path / f"cache{attempt}", seen)
         assert seen <= now, f"a written row disappeared (seed {seed})"
         seen = now
     assert kills == 6 and 0 < len(seen) < EPISODES, f"the kills did not land mid-run (seed {seed})"
 
     proc = _start(run_dir)
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=600)  # ~500 rows, 125 shards: slow on a busy machine
     assert proc.returncode == 0 and out.rstrip().endswith("DONE")
     assert _check_with_datasets(run_dir, tmp_path / "cache-final", seen) == {f"ep{i}" for i in range(EPISODES)}
     assert len(read_traces(run_dir)) == EPISODES

@@ -70,6 +70,8 @@ def write_run(run_dir: Path, n: int = 12, *, metrics: bool = True, flush_rows: i
     with TraceWriter(run_dir, flush_rows=flush_rows) as writer:
         writer.write_many(rows)
     if metrics:
-        lines = [{"step": s, "reward": 0.1 * s, "win_rate": min(1.0, 0.15 * s), "loss": 1.0 / (s + 1)} for s in range(8)]
+        # a trainer's extras: "clip_ratio" never changes (folded), "lr" does (picked on demand)
+        lines = [{"step": s, "clip_ratio": 0.0, "lr": 1e-3 * (8 - s), "reward": 0.1 * s, "win_rate": min(1.0, 0.15 * s),
+                  "loss": 1.0 / (s + 1)} for s in range(8)]
         (run_dir / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"step": 8, "rew')
     return rows

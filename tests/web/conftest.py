@@ -156,3 +156,15 @@ def screenshot(tmp_path: Path) -> Any:
         return path
 
     return save
+
+
+def has_colour(png: bytes, rgb: tuple[int, int, int], tolerance: int = 12, min_pixels: int = 50) -> bool:
+    """A screenshot (PNG bytes) has a patch of this colour: at least ``min_pixels`` pixels near ``rgb``."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    colours = image.getcolors(image.width * image.height) or []
+    near = (n for n, c in colours if all(abs(a - b) <= tolerance for a, b in zip(c, rgb, strict=True)))
+    return sum(near) >= min_pixels

@@ -15,6 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from openenv_train.envs.wordle.solver import WordleSolver
+from tests.web.conftest import has_colour
 
 
 def _wait(driver: Any, condition: Any, timeout: float = 15) -> Any:
@@ -78,7 +79,16 @@ def test_play_wordle_to_the_end(browser: Any, wordle_web: str, screenshot: Any) 
     assert len(history) == steps + 1 and history[-1][3:] == ["1", "true"]
     assert browser.find_element(By.ID, "step-count").text == str(steps)
     assert browser.find_element(By.ID, "error").is_displayed() is False
+    # the env's human view (WordleEnvironment.render_observation) above the JSON: a tile row per guess
+    _wait(browser, lambda d: d.find_element(By.ID, "human-view").get_attribute("data-rendered") is not None
+          and len(d.find_elements(By.CSS_SELECTOR, "#human-view .guess[data-guess]")) == steps)
+    view = browser.find_element(By.ID, "human-view")
+    assert view.is_displayed() and view.location["y"] < browser.find_element(By.ID, "observation").location["y"]
+    rows = view.find_elements(By.CSS_SELECTOR, ".guess[data-guess]")
+    assert [r.get_attribute("data-guess") for r in rows] == obs["guesses"]
+    assert [t.get_attribute("data-mark") for t in rows[-1].find_elements(By.CLASS_NAME, "tile")] == ["G"] * 5
     screenshot(browser, "wordle-won")
+    assert has_colour(view.screenshot_as_png, (106, 170, 100)), "no green tile on the rendered board"
 
 
 def test_errors_are_shown_and_the_session_stays(browser: Any, wordle_web: str) -> None:

@@ -60,3 +60,35 @@ async def test_mcp_env_info_and_web_off_by_default() -> None:
     async with EnvServer(EchoEnvironment, ServerConfig(port=0)) as server:
         status, headers, body = await _get(f"{server.url}/web/")
         assert status == 404 and headers["content-type"] == "application/json"
+
+
+async def test_render_route_gives_the_envs_human_view_of_an_observation() -> None:
+    from urllib.parse import quote
+
+    observation = {"guesses": ["slate", "crane"], "feedback": ["XXGXG", "GGGGG"], "remaining_guesses": 4}
+    async with EnvServer(WordleEnvironment, ServerConfig(port=0, web=True)) as server:
+        status, _, body = await _get(f"{server.url}/web/render?observation={quote(json.dumps(observation))}")
+        assert status == 200
+        fragment = json.loads(body)["html"]
+        assert fragment == WordleEnvironment.render_observation(observation)
+        assert fragment.count('class="guess"') == 2 and fragment.count('class="guess empty"') == 4
+        assert fragment.count('data-mark="G"') == 7 and 'data-guess="crane"' in fragment
+        status, _, body = await _get(f"{server.url}/web/render?observation=%7Bnot-json")
+        assert status == 400 and "not valid JSON" in json.loads(body)["detail"]
+        status, _, body = await _get(f"{server.url}/web/render")
+        assert status == 400 and "observation=<JSON object>" in json.loads(body)["detail"]
+    async with EnvServer(EchoEnvironment, ServerConfig(port=0, web=True)) as server:  # no view: null
+        status, _, body = await _get(f"{server.url}/web/render?observation=%7B%7D")
+        assert status == 200 and json.loads(body) == {"html": None}
+
+
+def test_human_views_escape_what_they_show() -> None:
+    from openenv_train.envs.chess import ChessEnvironment
+    from openenv_train.server import Environment
+
+    assert Environment.render_observation({"anything": 1}) is None  # the base: no view
+    hostile = WordleEnvironment.render_observation({"guesses": ["<img src=x onerror=alert(1)>"], "feedback": ["GG"]})
+    assert hostile is not None and "<img" not in hostile and "&lt;" in hostile
+    board = ChessEnvironment.render_observation(ChessEnvironment().reset().model_dump())
+    assert board is not None and board.count("<td") == 64 and "♔" in board and "♚" in board
+    assert ChessEnvironment.render_observation({"fen": "<script>"}) is None

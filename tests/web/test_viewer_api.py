@@ -131,7 +131,9 @@ def test_shards_written_later_are_picked_up(run_dir: Path, runs: ModuleType) -> 
 def test_curves_from_metrics_and_from_episodes(run_dir: Path) -> None:
     curves = _get(ViewerApi(TraceIndex(run_dir)), "/api/curves")[1]
     assert curves["source"] == "metrics.jsonl" and curves["x"] == "step"
-    assert [s["name"] for s in curves["series"]] == ["reward", "win_rate", "loss"]
+    # what a run is judged by first, then the rest by name; a series that never changes is marked flat
+    assert [s["name"] for s in curves["series"]] == ["reward", "win_rate", "loss", "clip_ratio", "lr"]
+    assert [(s["primary"], s["flat"]) for s in curves["series"]] == [(True, False)] * 3 + [(False, True), (False, False)]
     assert curves["series"][0]["points"][:2] == [[0, 0.0], [1, 0.1]] and len(curves["series"][0]["points"]) == 8
     (run_dir / "metrics.jsonl").unlink()
     curves = _get(ViewerApi(TraceIndex(run_dir)), "/api/curves")[1]

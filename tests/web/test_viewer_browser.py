@@ -13,6 +13,8 @@ if os.environ.get("OPENENV_TRAIN_REQUIRE_BROWSER") != "1":  # with it set, a mis
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from tests.web.conftest import has_colour
+
 
 def _wait(driver: Any, condition: Any, timeout: float = 15) -> Any:
     return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
@@ -47,6 +49,15 @@ def test_table_filters_episode_and_curves(browser: Any, viewer_url: str, screens
     assert [f.get_attribute("data-name") for f in figures] == ["reward", "win_rate", "loss"]
     assert all(f.get_attribute("data-points") == "8" for f in figures)
     assert len(figures[0].find_element(By.TAG_NAME, "polyline").get_attribute("points").split()) == 8
+    # a series that never changes is folded into one line; any other can be picked
+    flat = browser.find_element(By.ID, "curve-flat")
+    assert "1 series that never change" in flat.text
+    flat.find_element(By.TAG_NAME, "summary").click()
+    assert "clip_ratio = 0" in flat.text
+    picker = browser.find_element(By.ID, "curve-picker")
+    picker.find_element(By.TAG_NAME, "summary").click()
+    picker.find_element(By.CSS_SELECTOR, 'input[value="lr"]').click()
+    _wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, '#curves figure.curve[data-name="lr"]')) == 1)
     screenshot(browser, "table")
 
     # filters: env, ok, reward range, group; each asks the server again
@@ -80,6 +91,13 @@ def test_table_filters_episode_and_curves(browser: Any, viewer_url: str, screens
     steps = browser.find_elements(By.CSS_SELECTOR, "#steps tr.step")
     assert [s.find_element(By.CLASS_NAME, "reward").text for s in steps] == ["0", "0.1"]
     assert "[crane]" in steps[0].text and "GYXXX" in steps[0].text
+    # the env's human view of the recorded observation (WordleEnvironment.render_observation) above its JSON
+    board = steps[0].find_element(By.CSS_SELECTOR, ".human-view .wordle-board")
+    tiles = board.find_elements(By.CSS_SELECTOR, '.guess[data-guess="crane"] .tile')
+    assert [t.get_attribute("data-mark") for t in tiles] == list("GYXXX")
+    assert board.location["y"] < steps[0].find_element(By.CSS_SELECTOR, "pre.json").location["y"]
+    browser.execute_script("arguments[0].scrollIntoView()", board)
+    assert has_colour(board.screenshot_as_png, (106, 170, 100)) and has_colour(board.screenshot_as_png, (201, 180, 88))
     turns = browser.find_elements(By.CSS_SELECTOR, "#turns .turn")
     assert len(turns) == 2
     roles = [m.get_attribute("data-role") for m in turns[0].find_elements(By.CLASS_NAME, "message")]

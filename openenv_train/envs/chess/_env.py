@@ -14,6 +14,7 @@ from ...server import Environment
 from ._models import ChessAction, ChessObservation, ChessState, Color
 from ._moves import legal_uci, parse_move
 from ._opponents import OpponentKind, choose_move
+from ._view import board_html
 
 __all__ = ["ChessEnvironment"]
 
@@ -42,6 +43,11 @@ class ChessEnvironment(Environment[ChessAction, ChessObservation, ChessState]):
     state_type = ChessState
     # The search opponent takes milliseconds per reply (more at depth 3): keep it off the event loop.
     blocking = True
+
+    @staticmethod
+    def render_observation(observation: dict[str, Any]) -> str | None:
+        """The board from the observation's FEN, the last two moves' squares highlighted."""
+        return board_html(observation)
 
     def __init__(self) -> None:
         self._board = chess.Board()

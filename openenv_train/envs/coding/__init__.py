@@ -5,10 +5,12 @@ from ._grader import CaseResult
 from ._models import CodingAction, CodingObservation, CodingState
 from ._sandboxing import RunLimits, RunObservation
 from ._tasks import CodingTask, HiddenTest, bundled_tasks, choose_task
+from .client import CodingEnv
 
 __all__ = [
     "CaseResult",
     "CodingAction",
+    "CodingEnv",
     "CodingEnvironment",
     "CodingObservation",
     "CodingState",

@@ -5,6 +5,7 @@ from ._grid_world import GridWorldAction, GridWorldEnvironment, GridWorldObserva
 from ._maze import MazeAction, MazeEnvironment, MazeObservation, MazeState, generate_maze
 from ._render import Cell, render_text
 from ._snake import SnakeAction, SnakeEnvironment, SnakeObservation, SnakeState
+from .client import GridWorldEnv, MazeEnv, SnakeEnv
 
 __all__ = [
     "DIRECTIONS",
@@ -13,14 +14,17 @@ __all__ = [
     "GridAction",
     "GridObservation",
     "GridWorldAction",
+    "GridWorldEnv",
     "GridWorldEnvironment",
     "GridWorldObservation",
     "GridWorldState",
     "MazeAction",
+    "MazeEnv",
     "MazeEnvironment",
     "MazeObservation",
     "MazeState",
     "SnakeAction",
+    "SnakeEnv",
     "SnakeEnvironment",
     "SnakeObservation",
     "SnakeState",

@@ -15,27 +15,35 @@ from ._models import OpenSpielAction, OpenSpielObservation, OpenSpielState
 from ._opponents import OPPONENTS, OpponentName
 from ._tic_tac_toe import TicTacToeEnvironment, TicTacToeState
 from ._twenty_forty_eight import TwentyFortyEightEnvironment, TwentyFortyEightState
+from .client import BlackjackEnv, CatchEnv, ConnectFourEnv, KuhnPokerEnv, OpenSpielEnv, TicTacToeEnv, TwentyFortyEightEnv
 
 __all__ = [
     "CHANCE_PLAYER",
     "OPPONENTS",
     "TERMINAL_PLAYER",
+    "BlackjackEnv",
     "BlackjackEnvironment",
     "BlackjackState",
+    "CatchEnv",
     "CatchEnvironment",
     "CatchState",
+    "ConnectFourEnv",
     "ConnectFourEnvironment",
     "ConnectFourState",
     "GameState",
+    "KuhnPokerEnv",
     "KuhnPokerEnvironment",
     "KuhnPokerState",
     "OpenSpielAction",
+    "OpenSpielEnv",
     "OpenSpielEnvironment",
     "OpenSpielObservation",
     "OpenSpielState",
     "OpponentName",
+    "TicTacToeEnv",
     "TicTacToeEnvironment",
     "TicTacToeState",
+    "TwentyFortyEightEnv",
     "TwentyFortyEightEnvironment",
     "TwentyFortyEightState",
 ]

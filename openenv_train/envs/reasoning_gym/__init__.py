@@ -3,10 +3,12 @@
 from ._datasets import DEFAULT_DATASET, make_question, score_answer
 from ._env import ReasoningGymEnvironment
 from ._models import ReasoningGymAction, ReasoningGymObservation, ReasoningGymState
+from .client import ReasoningGymEnv
 
 __all__ = [
     "DEFAULT_DATASET",
     "ReasoningGymAction",
+    "ReasoningGymEnv",
     "ReasoningGymEnvironment",
     "ReasoningGymObservation",
     "ReasoningGymState",

@@ -4,9 +4,11 @@ from ._answers import answers_match, normalise
 from ._env import ReplEnvironment
 from ._models import ReplAction, ReplObservation, ReplState
 from ._questions import ReplQuestion, bundled_questions, choose_question
+from .client import ReplEnv
 
 __all__ = [
     "ReplAction",
+    "ReplEnv",
     "ReplEnvironment",
     "ReplObservation",
     "ReplQuestion",

@@ -6,7 +6,7 @@ import random
 import uuid
 from collections import Counter
 from importlib import resources
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
@@ -21,6 +21,7 @@ from ._models import (
     WordleState,
 )
 from ._rules import GREEN, WORD_LENGTH, YELLOW, extract_guess, feedback, format_action, partial_score, strict_guess
+from ._view import board_html
 from ._words import answers, is_valid_guess
 
 __all__ = ["WordleEnvironment"]
@@ -84,6 +85,11 @@ class WordleEnvironment(Environment[WordleAction, WordleObservation, WordleState
     observation_type = WordleObservation
     state_type = WordleState
     readme: ClassVar[str | None] = (resources.files(_PACKAGE) / "README.md").read_text(encoding="utf-8")
+
+    @staticmethod
+    def render_observation(observation: dict[str, Any]) -> str | None:
+        """The board: a row of green/yellow/grey tiles per guess, empty rows for the guesses left."""
+        return board_html(observation)
 
     def __init__(self) -> None:
         self._state = WordleState()

@@ -171,8 +171,26 @@ function pickTool() {
 }
 
 // -- reset / step ---------------------------------------------------------------------------------
+// The env's human view (Environment.render_observation), rendered by the server, above the JSON.
+async function showHumanView(observation) {
+  const box = $("#human-view");
+  const seq = (state.viewSeq = (state.viewSeq || 0) + 1);
+  let html = null;
+  try {
+    const url = new URL("web/render", base);
+    url.searchParams.set("observation", JSON.stringify(observation ?? {}));
+    const reply = await fetch(url);
+    if (reply.ok) html = (await reply.json()).html;
+  } catch (e) { html = null; }
+  if (seq !== state.viewSeq) return;  // a later observation is already on its way
+  box.innerHTML = html || "";  // a fragment the env built with its texts escaped
+  box.hidden = !html;
+  box.dataset.rendered = String(seq);
+}
+
 function showObservation(data) {
   show($("#observation"), data.observation);
+  showHumanView(data.observation);
   $("#reward").textContent = data.reward === null || data.reward === undefined ? "null" : String(data.reward);
   $("#done").textContent = String(Boolean(data.done));
 }

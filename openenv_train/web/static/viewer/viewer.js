@@ -96,15 +96,50 @@ function chart(series, xLabel) {
     el("figcaption", {}, `${series.name} (${series.points.length} points)`), svg);
 }
 
+// Reward, win rate and loss first (the server orders them and marks them primary); series whose value never
+// changes are folded into one line; every other series can be picked.
 async function loadCurves() {
   try {
     const curves = await api("api/curves");
     $("#curve-source").textContent = `from ${curves.source}`;
     const box = $("#curves");
     box.replaceChildren();
-    for (const s of curves.series.slice(0, 8)) if (s.points.length) box.append(chart(s, curves.x));
-    if (!box.children.length) box.textContent = "no rewards to plot yet";
+    const series = curves.series.filter((s) => s.points.length);
+    const moving = series.filter((s) => !s.flat), flat = series.filter((s) => s.flat);
+    let shown = moving.filter((s) => s.primary);
+    if (!shown.length) shown = moving.slice(0, 4);
+    const charts = el("div", { class: "charts" });
+    for (const s of shown) charts.append(chart(s, curves.x));
+    box.append(charts);
+    const others = moving.filter((s) => !shown.includes(s));
+    if (others.length) {
+      const picker = el("details", { id: "curve-picker" }, el("summary", {}, `${others.length} more series`));
+      for (const s of others) {
+        const box2 = el("input", { type: "checkbox", value: s.name });
+        box2.addEventListener("change", () => {
+          const old = charts.querySelector(`figure[data-name="${CSS.escape(s.name)}"]`);
+          if (box2.checked && !old) charts.append(chart(s, curves.x));
+          if (!box2.checked && old) old.remove();
+        });
+        picker.append(el("label", { class: "pick" }, box2, " ", s.name));
+      }
+      box.append(picker);
+    }
+    if (flat.length) {
+      box.append(el("details", { id: "curve-flat" }, el("summary", {}, `${flat.length} series that never change`),
+        el("p", { class: "flat" }, flat.map((s) => `${s.name} = ${fmt(s.points[0][1])}`).join(" · "))));
+    }
+    if (!series.length) box.textContent = "no rewards to plot yet";
   } catch (e) { showError(`cannot load curves: ${e.message}`); }
+}
+
+// The env's human view of a recorded observation (its render_observation, run by the server), above the JSON.
+function observationNode(s) {
+  const json = el("pre", { class: "json" }, pretty(s.observation));
+  if (!s.view) return el("td", {}, json);
+  const view = el("div", { class: "human-view" });
+  view.innerHTML = s.view;  // a fragment the env built with its texts escaped
+  return el("td", {}, view, json);
 }
 
 // -- one episode --------------------------------------------------------------------------------------
@@ -169,7 +204,7 @@ async function loadEpisode(id) {
     $("#ep-task").textContent = pretty(ep.task);
     $("#ep-timings").textContent = pretty(ep.timings);
     fill($("#steps tbody"), ep.steps.map((s, i) => el("tr", { class: "step" }, el("td", {}, i + 1),
-      el("td", {}, el("pre", { class: "json" }, pretty(s.action))), el("td", {}, el("pre", { class: "json" }, pretty(s.observation))),
+      el("td", {}, el("pre", { class: "json" }, pretty(s.action))), observationNode(s),
       el("td", { class: "reward" }, fmt(s.reward)), el("td", {}, s.done ? "yes" : "no"), el("td", {}, fmt(s.seconds)))));
     $("#turns").replaceChildren(...(ep.turns.length ? ep.turns.map(turnNode) : [el("p", {}, "no model turns in this row")]));
     document.body.dataset.episode = ep.id;

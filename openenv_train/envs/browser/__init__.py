@@ -1,0 +1,40 @@
+"""The browser env family: MiniWoB++ tasks in a real headless Chromium, wire-compatible with browsergym_env.
+
+``BrowserEnvironment`` (catalog ``browser``) draws a task by seed; ``browser/<task>`` entries are its
+per-task subclasses, resolved by name here (``ClickButtonBrowserEnvironment`` for ``click-button``).
+"""
+
+from typing import Any
+
+from ._actions import GRAMMAR, ActionError, parse_action
+from ._browser import BrowserCrashed, BrowserUnavailable, host
+from ._env import BrowserEnvironment, task_environment
+from ._models import BrowserAction, BrowserObservation, BrowserState
+from ._page import flatten_axtree
+from ._tasks import SOLVABLE_TASKS, task_names
+
+__all__ = [
+    "GRAMMAR",
+    "SOLVABLE_TASKS",
+    "ActionError",
+    "BrowserAction",
+    "BrowserCrashed",
+    "BrowserEnvironment",
+    "BrowserObservation",
+    "BrowserState",
+    "BrowserUnavailable",
+    "flatten_axtree",
+    "host",
+    "parse_action",
+    "task_environment",
+    "task_names",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # the per-task classes of the catalog's browser/<task> entries, made on first use
+    for task in SOLVABLE_TASKS:
+        cls = task_environment(task)
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

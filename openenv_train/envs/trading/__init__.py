@@ -1,0 +1,21 @@
+"""A seeded market simulator: typed (``trading``, with FinRL's action shape) and MCP (``trading_mcp``)."""
+
+from ._env import TradingEnvironment
+from ._market import Market, MarketConfig
+from ._mcp import TradingMCPEnvironment
+from ._models import TradingAction, TradingObservation, TradingState
+from ._portfolio import Portfolio, performance
+from ._prices import synthetic_bars
+
+__all__ = [
+    "Market",
+    "MarketConfig",
+    "Portfolio",
+    "TradingAction",
+    "TradingEnvironment",
+    "TradingMCPEnvironment",
+    "TradingObservation",
+    "TradingState",
+    "performance",
+    "synthetic_bars",
+]

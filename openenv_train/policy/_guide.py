@@ -1,0 +1,282 @@
+"""Token-level automata that enforce a :class:`Constraint` while a local model samples (constrained decoding).
+
+- A **choice list** becomes a token trie over each choice's *canonical tokenization*
+  (``tokenizer(choice, add_special_tokens=False)``, the ids the tokenizer gives the string on its own), followed
+  by the end-of-turn token: the completion is exactly one choice, spelled as the tokenizer spells it, then the
+  end of the turn. A choice whose canonical ids do not decode back to it, or that contains special tokens, is
+  refused (400).
+- A **regex** is enforced on the text: at each step the allowed tokens are those whose text keeps the completion
+  a prefix of some full match (``regex``'s partial matching), and the end token once it fullmatches. Only tokens
+  that decode to whole characters on their own take part (a byte-level token holding half a UTF-8 character is
+  never offered).
+
+Each trie node / regex prefix keeps its allowed ids as one tensor (built when first reached), so a step costs a
+dict lookup and one tensor index per constrained row, whatever the vocabulary or the number of choices.
+Tries are cached by content (the list in its order; and each string's ids), so a 10,000-word list is tokenised once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from ._errors import InvalidRequest
+from ._types import Constraint
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["ChoiceGuide", "ExcludingGuide", "Guide", "GuideCache", "RegexGuide"]
+
+#: The state of a row that has produced the end token.
+DONE = -1
+
+
+class Guide:
+    """A token automaton: a start state, the ids allowed in a state, the state after a token."""
+
+    end_id: int
+
+    def start(self) -> Any:
+        """The state before the first completion token."""
+        raise NotImplementedError
+
+    def allowed(self, state: Any) -> torch.Tensor:
+        """The token ids allowed next (a 1-D long tensor; empty at a dead end)."""
+        raise NotImplementedError
+
+    def advance(self, state: Any, token: int) -> Any:
+        """The state after ``token`` (one of ``allowed(state)``)."""
+        raise NotImplementedError
+
+
+class ChoiceGuide(Guide):
+    """A trie of token sequences; a complete sequence may be followed by ``end_id``."""
+
+    def __init__(self, sequences: list[list[int]], end_id: int) -> None:
+        self.end_id = end_id
+        self.children: list[dict[int, int]] = [{}]
+        self.terminal: list[bool] = [False]
+        for seq in sequences:
+            node = 0
+            for token in seq:
+                nxt = self.children[node].get(token)
+                if nxt is None:
+                    nxt = len(self.children)
+                    self.children[node][token] = nxt
+                    self.children.append({})
+                    self.terminal.append(False)
+                node = nxt
+            self.terminal[node] = True
+        self._allowed: list[torch.Tensor | None] = [None] * len(self.children)
+        self._counts: list[int] | None = None
+
+    def start(self) -> int:
+        return 0
+
+    def allowed(self, state: int) -> torch.Tensor:
+        ids = self._allowed[state]
+        if ids is None:
+            import torch
+
+            ids = torch.tensor([*self.children[state], *([self.end_id] if self.terminal[state] else [])],
+                               dtype=torch.long)
+            self._allowed[state] = ids
+        return ids
+
+    def advance(self, state: int, token: int) -> int:
+        return DONE if token == self.end_id else self.children[state][token]
+
+    def subtree_counts(self) -> list[int]:
+        """Complete sequences under each node (computed once; children are numbered after their parents)."""
+        if self._counts is None:
+            counts = [int(t) for t in self.terminal]
+            for node in range(len(self.children) - 1, -1, -1):
+                counts[node] += sum(counts[child] for child in self.children[node].values())
+            self._counts = counts
+        return self._counts
+
+
+class ExcludingGuide(Guide):
+    """A cached :class:`ChoiceGuide` less a few of its sequences (a choice list that drops words already played):
+    only the nodes on the dropped sequences' paths get new allowed ids, so no trie is rebuilt per request."""
+
+    def __init__(self, base: ChoiceGuide, dropped: list[list[int]]) -> None:
+        self.base, self.end_id = base, base.end_id
+        counts = base.subtree_counts()
+        self._left: dict[int, int] = {}  # node -> choices left under it, for nodes on a dropped path
+        self._dead: set[int] = set()  # nodes where a dropped choice ends
+        for seq in dropped:
+            node = 0
+            for token in seq:
+                self._left[node] = self._left.get(node, counts[node]) - 1
+                node = base.children[node][token]
+            self._left[node] = self._left.get(node, counts[node]) - 1
+            self._dead.add(node)
+        self._counts = counts
+        self._allowed: dict[int, torch.Tensor] = {}
+
+    def start(self) -> int:
+        return 0
+
+    def allowed(self, state: int) -> torch.Tensor:
+        if state not in self._left:
+            return self.base.allowed(state)
+        ids = self._allowed.get(state)
+        if ids is None:
+            import torch
+
+            ok = [t for t, child in self.base.children[state].items() if self._left.get(child, self._counts[child]) > 0]
+            if self.base.terminal[state] and state not in self._dead:
+                ok.append(self.end_id)
+            ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
+        return ids
+
+    def advance(self, state: int, token: int) -> int:
+        return self.base.advance(state, token)
+
+
+class RegexGuide(Guide):
+    """Allowed tokens keep the text a partial match of ``pattern``; the state is the text so far."""
+
+    def __init__(self, pattern: Any, texts: dict[int, str], end_id: int, *, max_states: int = 65536) -> None:
+        self.pattern, self.texts, self.end_id, self.max_states = pattern, texts, end_id, max_states
+        self.by_first: dict[str, list[tuple[int, str]]] = {}
+        for token, text in texts.items():
+            self.by_first.setdefault(text[0], []).append((token, text))
+        self._allowed: OrderedDict[str, torch.Tensor] = OrderedDict()
+
+    def start(self) -> str:
+        return ""
+
+    def allowed(self, state: str) -> torch.Tensor:
+        ids = self._allowed.get(state)
+        if ids is None:
+            import torch
+
+            partial = self.pattern.fullmatch
+            ok = [token for first, group in self.by_first.items() if partial(state + first, partial=True)
+                  for token, text in group if len(text) == 1 or partial(state + text, partial=True)]
+            if self.pattern.fullmatch(state) is not None:
+                ok.append(self.end_id)
+            ids = torch.tensor(sorted(ok), dtype=torch.long)
+            self._allowed[state] = ids
+            if len(self._allowed) > self.max_states:
+                self._allowed.popitem(last=False)
+        return ids
+
+    def advance(self, state: str, token: int) -> str | int:
+        return DONE if token == self.end_id else state + self.texts[token]
+
+
+class GuideCache:
+    """Builds guides for one tokenizer, caching them by constraint content (and choices' ids by string).
+
+    Not thread-safe: the caller holds its tokenizer lock.
+    """
+
+    def __init__(self, tokenizer: Any, end_id: int, *, max_guides: int = 64, max_strings: int = 1_000_000) -> None:
+        self.tokenizer, self.end_id = tokenizer, end_id
+        self.max_guides, self.max_strings = max_guides, max_strings
+        self._guides: OrderedDict[Any, Guide] = OrderedDict()
+        self._sets: dict[Any, frozenset[str]] = {}  # a cached choice list as a set, for _subset
+        self._ids: dict[str, list[int]] = {}
+        self._texts: dict[int, str] | None = None
+        unk = getattr(tokenizer, "unk_token_id", None)
+        self._refused = frozenset([int(i) for i in getattr(tokenizer, "all_special_ids", ()) or ()]
+                                  + ([int(unk)] if unk is not None else []))
+
+    def get(self, constraint: Constraint) -> Guide:
+        """The guide of a constraint, built on first use.
+
+        Raises:
+            InvalidRequest: a choice the tokenizer cannot produce, or a regex that matches nothing it can.
+        """
+        key: Any = constraint.choices if constraint.choices is not None else constraint.regex  # str or tuple
+        guide = self._guides.get(key)
+        if guide is not None:
+            self._guides.move_to_end(key)
+            return guide
+        if constraint.choices is not None:
+            guide = self._subset(constraint.choices)  # not cached: cheap to make, it would crowd out the full lists
+            if guide is not None:
+                return guide
+        guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
+        self._guides[key] = guide
+        if len(self._guides) > self.max_guides:
+            old, _ = self._guides.popitem(last=False)
+            self._sets.pop(old, None)
+        return guide
+
+    def _subset(self, choices: tuple[str, ...], most_dropped: int = 64) -> Guide | None:
+        """A cached choice guide less a few choices (a caller that drops words already played from one list)."""
+        wanted: frozenset[str] | None = None
+        for key, guide in reversed(self._guides.items()):
+            if not (isinstance(guide, ChoiceGuide) and len(choices) < len(key) <= len(choices) + most_dropped):
+                continue
+            wanted = frozenset(choices) if wanted is None else wanted
+            base = self._sets.get(key)
+            if base is None:
+                base = self._sets[key] = frozenset(key)
+            if len(wanted) == len(choices) and wanted <= base:
+                dropped = [self._ids.get(c) for c in base - wanted]
+                if any(ids is None for ids in dropped):
+                    continue  # the string cache was cleared since: build the list afresh
+                self._guides.move_to_end(key)
+                return ExcludingGuide(guide, dropped)  # type: ignore[arg-type]
+        return None
+
+    def _choices(self, constraint: Constraint) -> ChoiceGuide:
+        choices = list(dict.fromkeys(constraint.choices or ()))
+        missing = [c for c in choices if c not in self._ids]
+        if missing:
+            if len(self._ids) + len(missing) > self.max_strings:
+                self._ids.clear()
+            encoded, decoded = self._encode_decode(missing)
+            for i, (choice, ids, text) in enumerate(zip(missing, encoded, decoded, strict=True)):
+                bad = not self._refused.isdisjoint(ids)
+                if text != choice or bad or not ids:
+                    index = constraint.choices.index(choice) if constraint.choices else i
+                    raise InvalidRequest(
+                        f"'{constraint.field}[{index}]' ({choice!r}) cannot be produced by this model's tokenizer: "
+                        f"its tokens {self.tokenizer.convert_ids_to_tokens(ids)[:12]} decode to {text!r}"
+                        f"{' and include special/unknown tokens' if bad else ''}; use text the tokenizer can spell",
+                        param=constraint.field.partition(".")[0])
+                self._ids[choice] = list(ids)
+        return ChoiceGuide([self._ids[c] for c in choices], self.end_id)
+
+    def _encode_decode(self, texts: list[str]) -> tuple[list[list[int]], list[str]]:
+        """Canonical ids of each text and what they decode to (the Rust tokenizer directly when there is one: the
+        same ids as ``tokenizer(text, add_special_tokens=False)`` without converting 10,000 lists in Python)."""
+        fast = getattr(self.tokenizer, "backend_tokenizer", None)
+        if fast is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces", False):
+            encoded = [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+            return encoded, list(fast.decode_batch(encoded, skip_special_tokens=False))
+        encoded = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return encoded, list(self.tokenizer.batch_decode(encoded, skip_special_tokens=False,
+                                                         clean_up_tokenization_spaces=False))
+
+    def _regex(self, constraint: Constraint) -> RegexGuide:
+        import regex
+
+        name = constraint.field.partition(".")[0]
+        try:
+            pattern = regex.compile(constraint.regex or "")
+        except regex.error as exc:
+            raise InvalidRequest(f"'{constraint.field}' does not compile as a regular expression: {exc}",
+                                 param=name) from None
+        guide = RegexGuide(pattern, self._token_texts(), self.end_id)
+        if not len(guide.allowed(guide.start())):
+            raise InvalidRequest(f"'{constraint.field}' ({constraint.regex!r}) matches no text this model's tokenizer "
+                                 "can produce", param=name)
+        return guide
+
+    def _token_texts(self) -> dict[int, str]:
+        """Every non-special token that decodes to whole characters on its own, with its text."""
+        if self._texts is None:
+            vocab = sorted(self.tokenizer.get_vocab().values())
+            pieces = self.tokenizer.batch_decode([[t] for t in vocab], skip_special_tokens=False,
+                                                 clean_up_tokenization_spaces=False)
+            self._texts = {t: p for t, p in zip(vocab, pieces, strict=True)
+                           if p and "\ufffd" not in p and t not in self._refused}
+        return self._texts

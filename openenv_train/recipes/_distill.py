@@ -1,0 +1,115 @@
+"""SFT on teacher games with the teacher's whole next-letter distribution as the target (distillation).
+
+A teacher game shows one consistent word per turn, a sample from "any answer that fits the marks". Training on the
+sample alone (hard labels) makes a small model learn that distribution slowly, one draw at a time; here every
+letter position is trained on the exact distribution the teacher drew from: among the answer words that fit every
+mark so far and start with the letters already written, the share that continues with each letter. That is the
+same objective in expectation, with far less noise per token. It needs a character-level tokenizer (a letter is a
+token); other tokenizers train on the sampled conversations instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._teacher import ConsistentTeacher
+from ._wordle import teacher_conversation
+
+__all__ = ["DistillCollator", "distill_trainer", "games_dataset"]
+
+
+def games_dataset(games: Sequence[Sequence[tuple[str, str]]]) -> Any:
+    """Teacher games as a ``datasets.Dataset`` (columns ``guesses`` and ``marks``) for :class:`DistillCollator`."""
+    import datasets
+
+    return datasets.Dataset.from_dict({"guesses": [[g for g, _ in game] for game in games],
+                                       "marks": [[m for _, m in game] for game in games]})
+
+
+class DistillCollator:
+    """Turns teacher games (rows of :func:`games_dataset`) into a batch: ``input_ids``, ``attention_mask``, ``labels``
+    (the sampled tokens, -100 off the assistant turns) and ``targets`` (the teacher's next-token distribution at
+    every position that predicts an assistant token; zero elsewhere)."""
+
+    def __init__(self, tokenizer: Any, teacher: ConsistentTeacher, system_prompt: str | None = None) -> None:
+        import numpy as np
+
+        from ..policy import encode_char_chat
+
+        self.tokenizer, self.teacher, self.system_prompt = tokenizer, teacher, system_prompt
+        self._encode = encode_char_chat
+        vocab = tokenizer.get_vocab()
+        self.vocab_size = len(tokenizer)
+        self.letter_ids = np.array([vocab[chr(97 + i)] for i in range(26)])
+        self.end_id = vocab[tokenizer.eos_token]
+        self.pad_id = tokenizer.pad_token_id
+        self.letters = np.array([[ord(c) - 97 for c in w] for w in teacher.words], dtype=np.int8)
+
+    def _game_targets(self, history: Sequence[tuple[str, str]]) -> list[Any]:
+        """Per assistant token of the game, in order: the teacher's distribution over the 26 letters (a numpy
+        vector), or None for the end-of-turn token (always the end)."""
+        import numpy as np
+
+        teacher = self.teacher
+        candidates = np.arange(len(teacher.words))
+        out: list[Any] = []
+        for guess, marks in history:
+            index = teacher.index(guess)
+            rows = self.letters[candidates]
+            alive = np.ones(len(candidates), dtype=bool)
+            for j, letter in enumerate(guess):
+                counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
+                out.append(counts / counts.sum())
+                alive &= rows[:, j] == ord(letter) - 97
+            out.append(None)
+            code = teacher.code(marks)
+            candidates = candidates[teacher.table[index, candidates] == code]
+        return out
+
+    def __call__(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        import numpy as np
+        import torch
+
+        games = [list(zip(row["guesses"], row["marks"], strict=True)) for row in rows]
+        encoded = [self._encode(self.tokenizer, teacher_conversation(g, self.system_prompt)) for g in games]
+        width = max(len(ids) for ids, _ in encoded)
+        ids = np.full((len(games), width), self.pad_id, dtype=np.int64)
+        attention = np.zeros((len(games), width), dtype=np.int64)
+        labels = np.full((len(games), width), -100, dtype=np.int64)
+        targets = np.zeros((len(games), width, self.vocab_size), dtype=np.float32)
+        for b, ((row, mask), game) in enumerate(zip(encoded, games, strict=True)):
+            ids[b, :len(row)] = row
+            attention[b, :len(row)] = 1
+            positions = [k for k, m in enumerate(mask) if m]
+            dists = self._game_targets(game)
+            if len(positions) != len(dists):
+                raise AssertionError(f"{len(positions)} assistant tokens for {len(dists)} targets in game {game}")
+            for k, dist in zip(positions, dists, strict=True):
+                labels[b, k] = row[k]
+                if dist is None:
+                    targets[b, k - 1, self.end_id] = 1.0  # logits at k-1 predict token k
+                else:
+                    targets[b, k - 1, self.letter_ids] = dist
+        return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(attention),
+                "labels": torch.from_numpy(labels), "targets": torch.from_numpy(targets)}
+
+
+def distill_trainer() -> type:
+    """``SFTTrainer`` whose loss is the cross-entropy to the collator's ``targets`` (the teacher's distribution)."""
+    from trl import SFTTrainer
+
+    class DistillSFTTrainer(SFTTrainer):  # type: ignore[misc]
+        def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                         num_items_in_batch: Any = None) -> Any:
+            import torch
+
+            targets = inputs.pop("targets")
+            inputs.pop("labels", None)
+            outputs = model(**inputs)
+            logp = torch.log_softmax(outputs.logits.float(), dim=-1)
+            weight = targets.sum(-1)  # 1 where an assistant token is predicted, 0 elsewhere
+            loss = -(targets * logp).sum(-1).sum() / weight.sum().clamp(min=1.0)
+            return (loss, outputs) if return_outputs else loss
+
+    return DistillSFTTrainer
