@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client", "openenv_train.envs",
-            "openenv_train.sandbox", "openenv_train.harbor", "openenv_train.policy", "openenv_train.pool",
+PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client", "openenv_train.launch", "openenv_train.envs",
+            "openenv_train.sandbox", "openenv_train.trace", "openenv_train.harbor", "openenv_train.policy", "openenv_train.pool",
             "openenv_train.rubrics", "openenv_train.evals", "openenv_train.integrations",
             "openenv_train.integrations.trl", "openenv_train.integrations.skyrl", "openenv_train.integrations.art",
             "openenv_train.web", "openenv_train.cli"]

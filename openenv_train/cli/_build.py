@@ -26,9 +26,7 @@ def build(
     docker: Annotated[str, typer.Option(help="Docker CLI to use.")] = "docker",
 ) -> None:
     """Build a Docker image that serves ENV (port 8000 by default; '--uds /sock/env.sock' for socket mode)."""
-    from ..client import docker_available
-    from ..containers import DEFAULT_BASE_IMAGE, build_image, write_context
-    from ..containers._image import default_tag
+    from ..containers import DEFAULT_BASE_IMAGE, build_image, default_tag, docker_available, write_context
 
     tag = tag or default_tag(env)
     mode = deps or ("wheels" if base_image else "index")

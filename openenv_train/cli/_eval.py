@@ -28,8 +28,11 @@ def eval_command(
     """Evaluate with Inspect AI, without writing Inspect code; prints each component's mean and stderr."""
     from inspect_ai import eval as inspect_eval
 
-    from ..evals import live_task, replay_task
-    from ..evals._registry import openenv  # noqa: F401  (the openenv model API, also without the entry point)
+    from ..evals import (
+        live_task,
+        openenv,  # noqa: F401  (the openenv model API, also without the entry point)
+        replay_task,
+    )
 
     if Path(target).is_dir():
         task = replay_task(target, rubric)

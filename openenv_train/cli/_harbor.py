@@ -13,7 +13,7 @@ from rich.table import Table
 from ._app import app, fail
 
 if TYPE_CHECKING:
-    from ..harbor import TraceRow
+    from ..trace import TraceRow
 
 harbor_app = typer.Typer(help="Run Harbor-format tasks (task.toml, instruction.md, environment/, tests/test.sh).",
                          no_args_is_help=True)
@@ -46,8 +46,8 @@ def run(
                                                     "Attempts already in RUN are skipped.")] = None,
 ) -> None:
     """Run each task's attempt(s): workspace, agent, tests/test.sh; one trace row per attempt, then a table."""
-    from ..harbor import TraceWriter
-    from ..harbor._runner import HarborRunConfig
+    from ..harbor import HarborRunConfig
+    from ..trace import TraceWriter
 
     if agent not in ("oracle", "nop", "model"):
         raise fail(f"--agent must be oracle, nop or model, got {agent!r}", code=2)
@@ -80,8 +80,8 @@ def run(
 async def _run(tasks: list[Path], agent: str, model: str | None, model_name: str | None, api_key: str | None,
                config: Any,
                options: dict[str, Any], writer: Any, on_skip: Any) -> list[TraceRow]:
-    from ..harbor._agents import ModelAgent, NopAgent, OracleAgent
-    from ..harbor._runner import policy_endpoint, run_tasks
+    from ..harbor import ModelAgent, NopAgent, OracleAgent, run_tasks
+    from ..policy import policy_endpoint
 
     if model is None:
         fixed = OracleAgent() if agent == "oracle" else NopAgent()

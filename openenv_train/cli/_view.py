@@ -17,8 +17,7 @@ def view(
     port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8080,
 ) -> None:
     """Serve a trace viewer: episode table with filters, chat turns, env steps, logprob shading, curves."""
-    from ..web._dataset import SourceError
-    from ..web._viewer import ViewerServer
+    from ..web import SourceError, ViewerServer
 
     try:
         server = ViewerServer(source, host=host, port=port)

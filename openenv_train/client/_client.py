@@ -35,7 +35,7 @@ from ..core import (
 from ._endpoint import Endpoint, ws_url
 
 if TYPE_CHECKING:
-    from ._providers import Provider
+    from ._provider import Provider
     from ._sync import SyncEnvClient
 
 __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
@@ -343,7 +343,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     @classmethod
     async def from_url(cls: type[C], url: str, **kwargs: Any) -> C:
         """Connect to a running server (any host, or a Hugging Face Space id ``owner/space``)."""
-        from ._providers import RemoteProvider
+        from ..launch import RemoteProvider
 
         return await cls(provider=RemoteProvider(url), **kwargs).connect()
 
@@ -351,7 +351,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     async def from_docker_image(cls: type[C], image: str, *, port: int = 8000, env_vars: dict[str, str] | None = None,
                                 **kwargs: Any) -> C:
         """Run ``image`` with Docker, wait for ``/health`` and connect; ``close()`` removes the container."""
-        from ._providers import DockerProvider
+        from ..launch import DockerProvider
 
         return await cls(provider=DockerProvider(image, container_port=port, env_vars=env_vars), **kwargs).connect()
 
@@ -368,7 +368,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             token: (in ``kwargs``) the token the started server requires and the client sends; None uses
                 ``$OPENENV_TRAIN_TOKEN`` for both.
         """
-        from ._providers import InProcessProvider, LocalProcessProvider
+        from ..launch import InProcessProvider, LocalProcessProvider
 
         token = kwargs.get("token")  # the server started here requires the token the client sends
         if provider == "process":

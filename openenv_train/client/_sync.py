@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..core import LoopThread
 
 if TYPE_CHECKING:
     from ._client import EnvClient
@@ -15,22 +16,6 @@ if TYPE_CHECKING:
 __all__ = ["SyncEnvClient"]
 
 T = TypeVar("T")
-
-
-class _LoopThread:
-    """One event loop in a daemon thread, shared by the sync clients of this process."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-
-    @classmethod
-    def loop(cls) -> asyncio.AbstractEventLoop:
-        with cls._lock:
-            if cls._loop is None or cls._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="openenv-train-sync", daemon=True).start()
-                cls._loop = loop
-            return cls._loop
 
 
 class SyncEnvClient:
@@ -55,7 +40,7 @@ class SyncEnvClient:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run a coroutine on the background loop and wait for its result."""
-        loop = _LoopThread.loop()
+        loop = LoopThread.loop()
         if _running_loop() is loop:
             raise RuntimeError("a SyncEnvClient cannot be called from its own event loop; use the async client")
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout_s)

@@ -1,5 +1,15 @@
 """Wire types, the message codec and the error codes of the OpenEnv protocol (pure, no I/O)."""
 
+from ._auth import (
+    POLICY_TOKEN_ENV,
+    TOKEN_ENV,
+    bearer_of,
+    is_loopback,
+    resolve_token,
+    token_matches,
+    unauthorized_message,
+    warn_if_exposed,
+)
 from ._codec import (
     CLIENT_TYPES,
     SERVER_TYPES,
@@ -29,6 +39,7 @@ from ._errors import (
     ServerStartError,
     SessionFailed,
 )
+from ._loop import LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
@@ -49,8 +60,10 @@ from ._types import Action, EnvMetadata, Observation, State, StepResult, observa
 
 __all__ = [
     "CLIENT_TYPES",
+    "POLICY_TOKEN_ENV",
     "RESERVED_TOOL_NAMES",
     "SERVER_TYPES",
+    "TOKEN_ENV",
     "Action",
     "CallToolAction",
     "CallToolObservation",
@@ -67,6 +80,7 @@ __all__ = [
     "JsonRpcError",
     "ListToolsAction",
     "ListToolsObservation",
+    "LoopThread",
     "Observation",
     "OpenEnvTrainError",
     "ProtocolError",
@@ -80,17 +94,24 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolErrorType",
+    "bearer_of",
     "decode_client_message",
-    "did_you_mean",
     "decode_server_message",
+    "did_you_mean",
     "dumps",
-    "loads",
     "encode_client_message",
     "encode_error",
     "encode_server_message",
+    "is_loopback",
     "jsonrpc_error",
     "jsonrpc_result",
+    "loads",
     "observation_to_wire",
     "parse_jsonrpc_request",
+    "resolve_token",
+    "run_on_loop",
+    "token_matches",
+    "unauthorized_message",
     "validation_errors",
+    "warn_if_exposed",
 ]

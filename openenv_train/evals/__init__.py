@@ -11,6 +11,7 @@ Needs ``inspect-ai``; ``import openenv_train`` does not import this package.
 """
 
 from ._live import ACTION_FIELDS, env_agent, live_task, scripted_model
+from ._registry import openenv
 from ._replay import replay, replay_task, trace_samples
 from ._scorer import ROW_KEY, rubric_scorer, score_value
 
@@ -19,6 +20,7 @@ __all__ = [
     "ROW_KEY",
     "env_agent",
     "live_task",
+    "openenv",
     "replay",
     "replay_task",
     "rubric_scorer",

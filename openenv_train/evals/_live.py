@@ -21,11 +21,10 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageU
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 
-from ..client import GenericEnvClient, InProcessProvider, RemoteProvider
-from ..harbor._capture import build_turn
-from ..harbor._trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace
-from ..harbor._writer import TraceWriter
+from ..client import GenericEnvClient
+from ..launch import InProcessProvider, RemoteProvider
 from ..rubrics import Rubric
+from ..trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from ._convert import openai_messages
 from ._scorer import ROW_KEY, rubric_scorer
 

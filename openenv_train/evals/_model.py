@@ -48,13 +48,12 @@ class OpenEnvModelAPI(ModelAPI):
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
                  config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
-        from ..policy import LocalBackend, UpstreamBackend
+        from ..policy import LocalBackend, UpstreamBackend, v1_url
 
         target = base_url or model_name
         self.backend: Any
         if target.startswith(("http://", "https://")):
-            url = target.rstrip("/")
-            self.backend = UpstreamBackend(url if url.endswith("/v1") else f"{url}/v1", api_key=api_key,
+            self.backend = UpstreamBackend(v1_url(target), api_key=api_key,
                                            model=model_args.get("model"))
         else:
             path = tiny_model_dir() if target == "tiny" else Path(target)

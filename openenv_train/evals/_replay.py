@@ -10,10 +10,8 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from ..harbor._conversation import reply_of, text_of
-from ..harbor._trace import TraceRow
-from ..rubrics import Rubric
-from ..rubrics._dataset import _rows, read_table
+from ..rubrics import Rubric, read_table, table_rows
+from ..trace import TraceRow, reply_of, text_of
 from ._scorer import ROW_KEY, rubric_scorer
 
 __all__ = ["replay", "replay_task", "trace_samples"]
@@ -52,6 +50,6 @@ def replay() -> Solver:
 def replay_task(dataset: str | os.PathLike[str] | list[TraceRow], rubric: str | Rubric = "wordle",
                 **task_args: Any) -> Task:
     """An Inspect Task over a trace dataset (run folder, scored version, or rows), scored by ``rubric``."""
-    rows = dataset if isinstance(dataset, list) else _rows(read_table(dataset))
+    rows = dataset if isinstance(dataset, list) else table_rows(read_table(dataset))
     return Task(dataset=MemoryDataset(trace_samples(rows), name="traces"), solver=replay(),
                 scorer=rubric_scorer(rubric), **task_args)

@@ -12,8 +12,8 @@ import math
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from ..harbor._trace import TraceRow
 from ..rubrics import Rubric, RubricResult, get_rubric
+from ..trace import TraceRow
 
 __all__ = ["ROW_KEY", "rubric_scorer", "score_value"]
 

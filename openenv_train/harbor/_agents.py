@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._capture import CaptureStore, build_turn
+from ..policy import v1_url
+from ..trace import CaptureStore, EnvStep, build_turn
 from ._task_env import ExecResult, TaskEnvironment, resolve_env
 from ._task_errors import AgentTimeoutError, ModelCallError, TaskFormatError
 from ._tasks import HarborTask
-from ._trace import EnvStep
 
 if TYPE_CHECKING:
     from ._mcp import McpToolset
@@ -195,7 +195,7 @@ def _chat_url(base_url: str) -> str:
     base = base_url.rstrip("/")
     if base.endswith("/chat/completions"):
         return base
-    return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+    return f"{v1_url(base)}/chat/completions"
 
 
 def _post_json(url: str, body: dict[str, Any], *, api_key: str | None, timeout_s: float) -> tuple[int, Any]:

@@ -9,21 +9,21 @@ JSON's ``"reward"`` key, else reward.txt, else the mean of the JSON's numbers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import os
 import shlex
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..containers import docker_available
+from ..trace import CaptureStore, EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace
 from ._agents import AgentContext, HarborAgent
-from ._capture import CaptureStore
-from ._task_env import DockerTaskEnv, SandboxTaskEnv, TaskEnvironment, docker_available, resolve_env
+from ._task_env import DockerTaskEnv, SandboxTaskEnv, TaskEnvironment, resolve_env
 from ._task_errors import (
     AgentTimeoutError,
     EnvironmentSetupError,
@@ -33,10 +33,8 @@ from ._task_errors import (
     VerifierTimeoutError,
 )
 from ._tasks import HarborTask, find_tasks, load_task
-from ._trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace
-from ._writer import TraceWriter
 
-__all__ = ["HarborRunConfig", "parse_rewards", "policy_endpoint", "run_task", "run_tasks"]
+__all__ = ["HarborRunConfig", "parse_rewards", "run_task", "run_tasks"]
 
 Backend = Literal["sandbox", "docker", "auto"]
 
@@ -296,33 +294,3 @@ async def run_tasks(paths: Iterable[str | os.PathLike[str]], agent: HarborAgent,
         return row
 
     return list(await asyncio.gather(*(one(p, k) for p, k in jobs)))
-
-
-@contextlib.asynccontextmanager
-async def policy_endpoint(model: str, *, api_key: str | None = None,
-                          model_name: str | None = None) -> AsyncIterator[tuple[str, CaptureStore]]:
-    """Serve ``model`` through a capturing :class:`~openenv_train.policy.PolicyServer` on loopback.
-
-    ``model`` is a local model folder (served by the transformers backend, with exact token ids) or an
-    ``http(s)://`` URL of an OpenAI-compatible server (forwarded; ``/v1`` is added when missing), asked for
-    ``model_name`` (default: the first model it lists). Yields ``(server URL, capture store)``; open a capture
-    session per attempt and send its id as the API key.
-
-    Raises:
-        FileNotFoundError: ``model`` is neither a URL nor an existing folder.
-    """
-    from ..policy import LocalBackend, PolicyServer, UpstreamBackend
-
-    backend: Any
-    if model.startswith(("http://", "https://")):
-        base = model.rstrip("/")
-        backend = UpstreamBackend(base if base.endswith("/v1") else f"{base}/v1", api_key=api_key, model=model_name)
-    elif Path(model).is_dir():
-        backend = await asyncio.to_thread(lambda: LocalBackend(model, model_id=model_name))
-    else:
-        raise FileNotFoundError(f"--model {model}: not an http(s):// URL nor a model folder (config.json, weights, "
-                                "tokenizer); build a tiny one with openenv_train.policy.build_tiny_model(path)")
-    capture = CaptureStore()
-    server = PolicyServer(backend, capture=capture, token="")
-    async with server:
-        yield server.url, capture

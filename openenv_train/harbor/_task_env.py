@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, sandboxed_command
-from ..sandbox._mounts import python_roots
+from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, python_roots, sandboxed_command
 from ._dockerfile import CopyStep, parse_dockerfile, rebase_dockerfile
 from ._task_errors import EnvironmentSetupError, UnsupportedTaskFeature
 from ._tasks import HarborTask
@@ -47,7 +46,6 @@ __all__ = [
     "ExecResult",
     "SandboxTaskEnv",
     "TaskEnvironment",
-    "docker_available",
     "resolve_env",
     "rewrite_harbor_paths",
 ]
@@ -337,21 +335,6 @@ class SandboxTaskEnv:
         for shared in self._shared:
             shutil.rmtree(shared, ignore_errors=True)
         self._shared.clear()
-
-
-def docker_available(*, timeout_s: float = 10.0) -> str | None:
-    """None when a Docker engine answers here, else why not."""
-    docker = shutil.which("docker")
-    if docker is None:
-        return "the docker CLI is not installed (or not on PATH)"
-    try:
-        done = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"docker info failed: {exc}"
-    if done.returncode != 0:
-        return f"the Docker engine is not reachable: {(done.stderr or done.stdout).strip()[-300:]}"
-    return None
 
 
 async def _process(argv: list[str], *, timeout_s: float, cap: int = 1 * MiB,

@@ -17,7 +17,7 @@ class name, so these names are part of the trace data.
 
 from __future__ import annotations
 
-from ._errors import HarborError
+from ..trace import HarborError
 
 __all__ = [
     "AgentTimeoutError",

@@ -12,7 +12,14 @@
 - :func:`flatten_turns`: an episode's turns as one prompt + completion with an env mask.
 """
 
+from ._discover import action_schema, mcp_tools
 from ._flatten import FlatEpisode, flatten_turns
 from ._runner import LocalRunner
 
-__all__ = ["FlatEpisode", "LocalRunner", "flatten_turns"]
+__all__ = [
+    "FlatEpisode",
+    "LocalRunner",
+    "action_schema",
+    "flatten_turns",
+    "mcp_tools",
+]

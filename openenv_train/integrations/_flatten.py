@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..harbor import TrainingTurn
+from ..trace import TrainingTurn
 
 __all__ = ["FlatEpisode", "flatten_turns"]
 
@@ -34,7 +34,7 @@ def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
     A turn whose prompt does not start with everything before it (a chat template that rewrites history)
     ends the flattening there: what was kept is still exactly what the model saw and sampled.
 
-    >>> from openenv_train.harbor import TrainingTurn
+    >>> from openenv_train.trace import TrainingTurn
     >>> t0 = TrainingTurn(node_id="a", prompt_token_ids=[1, 2], completion_token_ids=[3], per_token_logps=[-0.5])
     >>> t1 = TrainingTurn(node_id="b", prompt_token_ids=[1, 2, 3, 9], completion_token_ids=[4], per_token_logps=[-1.0])
     >>> flat = flatten_turns([t0, t1])

@@ -2,7 +2,7 @@
 
 One background thread runs an event loop holding a :class:`~openenv_train.policy.PolicyServer` (a
 :class:`~openenv_train.policy.LocalBackend` over the given model, recording every call into a
-:class:`~openenv_train.harbor.CaptureStore`) and a :class:`~openenv_train.pool.RolloutActor` (its own env
+:class:`~openenv_train.trace.CaptureStore`) and a :class:`~openenv_train.pool.RolloutActor` (its own env
 server subprocess, or a URL). ``run(specs)`` plays them concurrently and returns their TraceRows in order.
 """
 
@@ -14,9 +14,8 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from ..harbor import CaptureStore, TraceRow, TraceWriter
-from ..pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutActor, TextAgent
-from ..pool._rows import Job, build_row
+from ..pool import AgentLoop, EpisodeSpec, Job, PoolConfig, RolloutActor, TextAgent, build_row
+from ..trace import CaptureStore, TraceRow, TraceWriter
 
 __all__ = ["LocalRunner"]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..harbor import EnvInfo, EnvStep, TraceRow, TraceWriter, TrainingTrace, TrainingTurn
+from ..trace import EnvInfo, EnvStep, TraceRow, TraceWriter, TrainingTrace, TrainingTurn
 
 __all__ = ["import_openenv_collect", "iter_openenv_collect", "read_openenv_collect", "to_openenv_training_trace"]
 

@@ -1,7 +1,7 @@
 """Policy backends and the OpenAI-compatible endpoint that captures every call (see DESIGN.md, TRACE.md).
 
 - :class:`PolicyServer`: ``/v1/chat/completions``, ``/v1/models``, ``/health``; records calls made with a
-  capture session into a :class:`~openenv_train.harbor.CaptureStore`.
+  capture session into a :class:`~openenv_train.trace.CaptureStore`.
 - :class:`LocalBackend`: a transformers model in this process (a path, or a trainer's live model), batched,
   with exact token ids and logprobs.
 - :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
@@ -25,8 +25,9 @@ from ._errors import (
 )
 from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
-from ._openai import completion_json, parse_chat_request
+from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
+from ._serve import CapturedPolicy, captured_policy, policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
 from ._types import ChatChoice, ChatRequest, ChatResult, Constraint, Continuation, PolicyBackend, SamplingParams
 from ._upstream import UpstreamBackend, UpstreamConfig
@@ -34,6 +35,7 @@ from ._upstream import UpstreamBackend, UpstreamConfig
 __all__ = [
     "AuthenticationFailed",
     "BackendFailed",
+    "CapturedPolicy",
     "ChatChoice",
     "ChatRequest",
     "ChatResult",
@@ -59,11 +61,14 @@ __all__ = [
     "build_char_tokenizer",
     "build_tiny_model",
     "build_tiny_tokenizer",
+    "captured_policy",
     "completion_json",
     "encode_char_chat",
     "is_char_tokenizer",
     "normalise_messages",
     "parse_chat_request",
     "parse_tool_calls",
+    "policy_endpoint",
     "teach_tiny_model",
+    "v1_url",
 ]

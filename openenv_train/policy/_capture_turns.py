@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..harbor._capture import CaptureStore, build_turn
-from ..harbor._errors import UnknownCaptureSession
-from ..harbor._trace import TrainingTurn
+from ..trace import CaptureStore, TrainingTurn, UnknownCaptureSession, build_turn
 from ._messages import messages_extend, normalise_messages
 from ._types import ChatRequest, ChatResult, Continuation
 

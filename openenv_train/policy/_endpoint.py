@@ -3,7 +3,7 @@
 ``POST /v1/chat/completions`` answers in OpenAI's format (plus vLLM-style ``prompt_token_ids`` and per-choice
 ``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. A call that
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
-recorded in the :class:`~openenv_train.harbor.CaptureStore` as one TrainingTurn per choice.
+recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
 With a ``token`` (argument, file or ``$OPENENV_TRAIN_POLICY_TOKEN``) every route but ``/health`` requires it:
 an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token>"`` plus an
@@ -21,13 +21,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import loads
-from ..harbor._capture import CaptureStore
-from ..harbor._errors import UnknownCaptureSession, mask_secret
-from ..server._auth import POLICY_TOKEN_ENV, bearer_of, resolve_token, token_matches, warn_if_exposed
+from ..core import POLICY_TOKEN_ENV, bearer_of, loads, resolve_token, token_matches, warn_if_exposed
+from ..http import HttpRequest, HttpResponse, HttpServer
+from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
 from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
-from ._http import HttpRequest, HttpResponse, HttpServer
 from ._openai import completion_json, parse_chat_request
 from ._types import PolicyBackend
 

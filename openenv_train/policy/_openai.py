@@ -11,7 +11,7 @@ from ._errors import InvalidRequest
 from ._messages import normalise_messages
 from ._types import ChatRequest, ChatResult, SamplingParams
 
-__all__ = ["completion_json", "parse_chat_request"]
+__all__ = ["completion_json", "parse_chat_request", "v1_url"]
 
 _TOOL_CHOICES = ("none", "auto", "required")
 _MAX_STOP = 16
@@ -171,3 +171,13 @@ def completion_json(result: ChatResult, request: ChatRequest, *, request_id: str
     if result.prompt_token_ids is not None:
         body["prompt_token_ids"] = result.prompt_token_ids
     return body
+
+
+def v1_url(url: str) -> str:
+    """The ``/v1`` base URL of an OpenAI-compatible server, from its URL with or without ``/v1``.
+
+    >>> v1_url("http://127.0.0.1:8000/"), v1_url("http://127.0.0.1:8000/v1")
+    ('http://127.0.0.1:8000/v1', 'http://127.0.0.1:8000/v1')
+    """
+    base = url.rstrip("/")
+    return base if base.endswith("/v1") else f"{base}/v1"

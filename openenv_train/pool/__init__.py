@@ -9,7 +9,7 @@ Ray is imported only when a pool starts; importing this package does not import 
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
 
-from ._actor import RolloutActor
+from ._actor import RolloutActor, is_url
 from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_action, render_observation
 from ._config import PoolConfig
 from ._context import EpisodeContext, Truncated
@@ -20,6 +20,7 @@ from ._metrics import PoolMetrics
 from ._policy import ChatPolicy, ModelReply, PolicyCallError
 from ._pool import RolloutPool
 from ._ray import start_private_ray
+from ._rows import Job, build_row
 
 __all__ = [
     "AgentLoop",
@@ -28,6 +29,7 @@ __all__ = [
     "EpisodeSpec",
     "EpisodeTimeout",
     "Fleet",
+    "Job",
     "ModelReply",
     "NoLiveActors",
     "PolicyCallError",
@@ -43,7 +45,9 @@ __all__ = [
     "TextAgent",
     "ToolAgent",
     "Truncated",
+    "build_row",
     "fleet_urls",
+    "is_url",
     "make_groups",
     "message_action",
     "published_capacity",

@@ -13,7 +13,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from ..client import Endpoint, GenericEnvClient, LocalProcessProvider, MCPToolClient
+from ..client import Endpoint, GenericEnvClient, MCPToolClient
+from ..launch import LocalProcessProvider
 from ._agents import AgentLoop
 from ._config import PoolConfig
 from ._context import EpisodeContext

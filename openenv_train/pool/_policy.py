@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = ["ChatPolicy", "ModelReply", "PolicyCallError"]
 
+from ..policy import v1_url
 from ._errors import PoolError
 
 
@@ -35,8 +36,7 @@ class ChatPolicy:
 
     def __init__(self, base_url: str, *, model: str | None = None, sampling: dict[str, Any] | None = None,
                  timeout_s: float = 300.0) -> None:
-        base = base_url.rstrip("/")
-        self.base_url = base if base.endswith("/v1") else f"{base}/v1"
+        self.base_url = v1_url(base_url)
         self.model = model
         self.sampling = dict(sampling or {})
         self.timeout_s = timeout_s

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..harbor import CaptureStore, TraceRow, TraceWriter, TrainingTrace, iter_traces
+from ..trace import CaptureStore, TraceRow, TraceWriter, TrainingTrace, iter_traces
 from ._actor import remote_actor_class
 from ._agents import AgentLoop, ScriptedAgent, TextAgent
 from ._config import PoolConfig

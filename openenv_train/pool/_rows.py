@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..harbor import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace
+from ..trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace
 from ._episode import EpisodeSpec
 
 __all__ = ["Job", "build_row"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..harbor import TraceRow, TraceWriter
+from ..trace import TraceRow, TraceWriter
 
 __all__ = ["STAGING_DIR", "ActorShards", "ShardLedger"]
 

@@ -32,9 +32,9 @@ class WordleGames:
     """The pool, its policy endpoint and the trace writer: plays sets of games with the backend each phase sets."""
 
     def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
-        from ..harbor import CaptureStore, TraceWriter
         from ..policy import PolicyServer, ScriptedBackend
         from ..pool import PoolConfig, RolloutPool
+        from ..trace import CaptureStore, TraceWriter
         from ._wordle import WordleAgent
 
         self.writer = TraceWriter(out, resume=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..envs.wordle import feedback, valid_guesses
 from ..envs.wordle.solver import history_from_transcript
-from ..harbor import TraceRow
+from ..trace import TraceRow
 
 __all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "consistent", "game_metrics", "render_turn",
            "teacher_conversation", "wordle_history"]

@@ -120,7 +120,7 @@ def _env_interface(env: str) -> tuple[dict[str, Any], list[dict[str, Any]] | Non
         import urllib.request
 
         from ..client import Endpoint
-        from ..integrations._discover import action_schema
+        from ..integrations import action_schema
 
         base = env.rstrip("/")
         schema = action_schema(Endpoint(base), timeout_s=10)
@@ -166,8 +166,8 @@ def _policy(spec: str, env: str = "wordle", seed: int = 0) -> Any:
 
 def run(cfg: CollectConfig) -> dict[str, Any]:
     """Run every episode, write the traces, return the summary."""
-    from ..harbor import TraceWriter
     from ..pool import PoolConfig, RolloutPool, make_groups
+    from ..trace import TraceWriter
 
     out = Path(cfg.output_dir) / cfg.name
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor, max_turns=cfg.max_turns,
@@ -178,12 +178,10 @@ def run(cfg: CollectConfig) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         capture = None
         if isinstance(policy, Path):  # a local model: serve it on loopback and record its calls into the rows
-            from ..harbor import CaptureStore
-            from ..policy import LocalBackend, PolicyServer
+            from ..policy import LocalBackend, captured_policy
 
-            capture = CaptureStore()
-            server = stack.enter_context(PolicyServer(LocalBackend(str(policy)), capture=capture, token="").run_in_thread())
-            policy = server.base_url
+            served = stack.enter_context(captured_policy(LocalBackend(str(policy))))
+            capture, policy = served.capture, served.base_url
         writer = stack.enter_context(TraceWriter(out, resume=True))
         pool = stack.enter_context(RolloutPool(cfg.env, policy, config=pool_cfg, writer=writer, capture=capture))
         rows = pool.run(specs)

@@ -124,14 +124,13 @@ def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
 
 def run(cfg: EvalConfig) -> dict[str, Any]:
     """Play the episodes with the model (greedy by default) and write traces and the summary."""
-    from ..harbor import CaptureStore, TraceWriter
-    from ..policy import FixedSampling, PolicyServer
+    from ..policy import FixedSampling, captured_policy
     from ..pool import EpisodeSpec, PoolConfig, RolloutPool
+    from ..trace import TraceWriter
     from ._wordle import game_metrics
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    capture = CaptureStore()
     tokens = cfg.per_turn_tokens or (8 if kind == "wordle" else 64)
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
                             constrained=cfg.constrained)
@@ -140,9 +139,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
                           show_progress=cfg.show_progress, run_id=cfg.name)
     specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
              for i, task in enumerate(_episode_tasks(cfg, kind))]
-    with PolicyServer(backend, capture=capture, token="").run_in_thread() as server, TraceWriter(out, resume=True) as writer, \
-            RolloutPool(cfg.env, server.base_url, agent=_agent(kind, cfg.constrained), config=pool_cfg, writer=writer,
-                        capture=capture) as pool:
+    with captured_policy(backend) as served, TraceWriter(out, resume=True) as writer, \
+            RolloutPool(cfg.env, served.base_url, agent=_agent(kind, cfg.constrained), config=pool_cfg, writer=writer,
+                        capture=served.capture) as pool:
         rows = pool.run(specs)
 
     def metrics(row: Any) -> dict[str, float]:

@@ -101,7 +101,8 @@ async def _echo_episode(client: Any, cfg: RolloutConfig, seed: int) -> dict[str,
 
 
 async def _play(env: str, episodes: int, cfg: RolloutConfig, rows: list[dict[str, Any]], progress: Any) -> None:
-    from ..client import GenericEnvClient, LocalProcessProvider, MCPToolClient
+    from ..client import GenericEnvClient, MCPToolClient
+    from ..launch import LocalProcessProvider
 
     provider = LocalProcessProvider(env, max_sessions=cfg.concurrency + 8)
     endpoint = await provider.start()

@@ -1,6 +1,6 @@
 """Composable reward rubrics that score trace rows (see DESIGN.md).
 
-A :class:`Rubric` scores a :class:`~openenv_train.harbor.TraceRow` (sync or async) into a
+A :class:`Rubric` scores a :class:`~openenv_train.trace.TraceRow` (sync or async) into a
 :class:`RubricResult`: the total, every named component, errors and optional per-step rewards. Compose them
 (:class:`WeightedSum`, :class:`Components`, :class:`Sequential`, :class:`Gate`, :class:`Max`, :class:`Min`),
 assign credit to steps (:class:`TrajectoryRubric`), grade with a model (:class:`LLMJudge`), use them as TRL
@@ -17,7 +17,7 @@ from ._catalog import (
     wordle_rubric,
 )
 from ._compose import Components, Gate, Max, Min, Sequential, WeightedSum
-from ._dataset import read_table, score_dataset, score_rows
+from ._dataset import read_table, score_dataset, score_rows, table_rows
 from ._judge import DEFAULT_JUDGE_TEMPLATE, JudgeError, LLMJudge, parse_score, render_prompt
 from ._trajectory import Credit, TrajectoryRubric, credit_steps
 from ._trl import as_trace_row, reward_function
@@ -52,5 +52,6 @@ __all__ = [
     "run_sync",
     "score_dataset",
     "score_rows",
+    "table_rows",
     "wordle_rubric",
 ]

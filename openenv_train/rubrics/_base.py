@@ -1,6 +1,6 @@
 """The Rubric base: a named scorer of trace rows, sync or async, with hooks, reset and error capture.
 
-A rubric's :meth:`Rubric.score` takes a :class:`~openenv_train.harbor.TraceRow` and returns a float, None
+A rubric's :meth:`Rubric.score` takes a :class:`~openenv_train.trace.TraceRow` and returns a float, None
 (not applicable) or an awaitable of one. :meth:`Rubric.ascore` runs it and returns a :class:`RubricResult`
 (the total, every named component, errors, optional per-step rewards); :meth:`Rubric.__call__` does the same
 from sync code, also inside a running event loop (it then runs on a private loop in a worker thread).
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ..harbor._trace import TraceRow
+from ..trace import TraceRow
 
 __all__ = ["FunctionRubric", "Hook", "Rubric", "RubricResult", "run_sync"]
 

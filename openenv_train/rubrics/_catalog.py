@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core import OpenEnvTrainError, did_you_mean
-from ..harbor._trace import TraceRow
+from ..trace import TraceRow
 from ._base import FunctionRubric, Rubric
 from ._compose import Components
 
@@ -145,7 +145,7 @@ def coding_rubric() -> Components:
 
 def reasoning_gym_score(row: TraceRow) -> float | None:
     """reasoning_gym's ``score_answer`` of the row's answer, for the question its task spec regenerates."""
-    from ..envs.reasoning_gym._datasets import DEFAULT_DATASET, make_question, score_answer
+    from ..envs.reasoning_gym import DEFAULT_DATASET, make_question, score_answer
 
     if not row.steps:
         return None

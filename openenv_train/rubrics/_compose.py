@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..harbor._trace import TraceRow
+from ..trace import TraceRow
 from ._base import Rubric, RubricResult
 
 __all__ = ["Components", "Gate", "Max", "Min", "Sequential", "WeightedSum"]

@@ -18,13 +18,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..harbor._errors import TraceReadError
-from ..harbor._reader import shard_paths
-from ..harbor._schema import TRACE_SCHEMA, from_record
-from ..harbor._trace import TraceRow
+from ..trace import TRACE_SCHEMA, TraceReadError, TraceRow, from_record, shard_paths
 from ._base import Rubric, RubricResult, run_sync
 
-__all__ = ["VERSIONS_DIR", "read_table", "score_dataset", "score_rows"]
+__all__ = [
+    "VERSIONS_DIR",
+    "read_table",
+    "score_dataset",
+    "score_rows",
+    "table_rows",
+]
 
 VERSIONS_DIR = "versions"
 
@@ -41,7 +44,7 @@ def read_table(source: str | os.PathLike[str]) -> pa.Table:
     return pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
 
 
-def _rows(table: pa.Table) -> list[TraceRow]:
+def table_rows(table: pa.Table) -> list[TraceRow]:
     base = table.select([name for name in TRACE_SCHEMA.names if name in table.column_names])
     return [from_record(record) for record in base.to_pylist()]
 
@@ -87,7 +90,7 @@ def score_dataset(source: str | os.PathLike[str], rubric: Rubric, *, output: str
     """
     source = Path(source)
     table = read_table(source)
-    results = score_rows(rubric, _rows(table), concurrency=concurrency)
+    results = score_rows(rubric, table_rows(table), concurrency=concurrency)
     root = source.parent.parent if source.parent.name == VERSIONS_DIR else source
     out = Path(output) if output is not None else _next_version(root)
     if out.exists():

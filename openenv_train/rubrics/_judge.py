@@ -1,8 +1,8 @@
 """LLM judge: a prompt template, any OpenAI-compatible endpoint as the judge, a declared scale rescaled to [0, 1].
 
-The judge's own calls are training data too: pass the :class:`~openenv_train.harbor.CaptureStore` of the
+The judge's own calls are training data too: pass the :class:`~openenv_train.trace.CaptureStore` of the
 :class:`~openenv_train.policy.PolicyServer` it calls, and each judgement becomes a capture session whose trace
-is kept as a :class:`~openenv_train.harbor.TraceRow` in ``judge.traces`` (and written to ``writer`` if given).
+is kept as a :class:`~openenv_train.trace.TraceRow` in ``judge.traces`` (and written to ``writer`` if given).
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import OpenEnvTrainError
-from ..harbor._capture import CaptureStore
-from ..harbor._conversation import reply_of, text_of
-from ..harbor._trace import EnvInfo, PolicyInfo, TraceRow
-from ..harbor._writer import TraceWriter
+from ..trace import CaptureStore, EnvInfo, PolicyInfo, TraceRow, TraceWriter, reply_of, text_of
 from ._base import Rubric
 
 __all__ = ["DEFAULT_JUDGE_TEMPLATE", "JudgeError", "LLMJudge", "parse_score", "render_prompt"]

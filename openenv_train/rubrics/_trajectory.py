@@ -8,7 +8,7 @@ Credit assignment (``RubricResult.step_rewards``, one per env step of the row):
 - ``"env"``: the env's own per-step rewards (None counts as 0.0); the total is their sum unless a rubric
   gives the episode score.
 
->>> from openenv_train.harbor import EnvInfo, EnvStep, TraceRow
+>>> from openenv_train.trace import EnvInfo, EnvStep, TraceRow
 >>> row = TraceRow(env=EnvInfo(name="x"), steps=[EnvStep(reward=0.0), EnvStep(reward=0.5), EnvStep(reward=1.0)])
 >>> credit_steps(row, 1.0, "discounted", gamma=0.5)
 [0.25, 0.5, 1.0]
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..harbor._trace import TraceRow
+from ..trace import TraceRow
 from ._base import Rubric, RubricResult
 
 __all__ = ["Credit", "TrajectoryRubric", "credit_steps"]

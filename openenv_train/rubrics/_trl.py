@@ -12,8 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..harbor._capture import build_turn
-from ..harbor._trace import EnvInfo, TraceRow, TrainingTrace
+from ..trace import EnvInfo, TraceRow, TrainingTrace, build_turn
 from ._base import Rubric, run_sync
 
 __all__ = ["as_trace_row", "reward_function"]

@@ -11,6 +11,7 @@
 
 from ._config import DEFAULT_SYSTEM_PATHS, SandboxConfig, SandboxLimits
 from ._errors import SandboxError, SandboxStateError, SandboxUnavailable
+from ._mounts import python_roots
 from ._probe import sandbox_available
 from ._result import KilledReason, SandboxResult
 from ._sandbox import Sandbox, SandboxState
@@ -27,6 +28,7 @@ __all__ = [
     "SandboxState",
     "SandboxStateError",
     "SandboxUnavailable",
+    "python_roots",
     "sandbox_available",
     "sandboxed_command",
 ]

@@ -23,9 +23,18 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State as WsState
 from websockets.server import ServerProtocol
 
-from ..core import ErrorCode, ProtocolError, decode_client_message, dumps, encode_error
-from ..web._static import Asset
-from ._auth import TOKEN_ENV, bearer_of, token_matches, unauthorized_message
+from ..core import (
+    TOKEN_ENV,
+    ErrorCode,
+    ProtocolError,
+    bearer_of,
+    decode_client_message,
+    dumps,
+    encode_error,
+    token_matches,
+    unauthorized_message,
+)
+from ..web import Asset
 from ._http import RawJson
 from ._limits import TokenBucket
 from ._session import CLOSE, Session

@@ -1,7 +1,7 @@
 """The HTTP side of the env server: routes, their JSON answers and the OpenAPI document.
 
 Routes take ``(method, path, body)`` and return ``(status, json_payload)`` or an
-awaitable of it; the connection code in ``_server`` does the I/O.
+awaitable of it; the connection code in ``_connection`` does the I/O.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import ErrorCode, ProtocolError, ServerStartError
-from ._auth import TOKEN_ENV, resolve_token, warn_if_exposed
+from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, resolve_token, warn_if_exposed
+from ..http import TaskSet
 from ._connection import Connection
 from ._environment import Environment
 from ._http import HttpRoutes
@@ -112,7 +112,7 @@ class EnvServer:
 
             self.routes.web = WebRoutes(env)
         self.connections: set[Connection] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = TaskSet()
         self._server: asyncio.base_events.Server | None = None
         self._reaper: asyncio.Task[None] | None = None
         self.port: int | None = None
@@ -130,9 +130,7 @@ class EnvServer:
 
     def spawn(self, coro: Any) -> None:
         """Run a coroutine in the background, keeping a reference until it ends."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.tasks.spawn(coro)
 
     async def start(self) -> None:
         """Bind and start accepting connections.
@@ -191,17 +189,13 @@ class EnvServer:
         self._server.close()
         if self._reaper is not None:
             self._reaper.cancel()
-        busy = [t for t in self._tasks if not t.done()]
-        if busy:
-            await asyncio.wait(busy, timeout=self.config.shutdown_grace_s)
+        await self.tasks.drain(self.config.shutdown_grace_s)
         for conn in list(self.connections):
             conn.shut(1001, "server shutting down")
         for session in list(self.registry.sessions.values()):
             if session is not None:
                 await self.registry.close(session)
-        remaining = [t for t in self._tasks if not t.done()]
-        if remaining:
-            await asyncio.wait(remaining, timeout=self.config.shutdown_grace_s)
+        await self.tasks.drain(self.config.shutdown_grace_s)
         # Give clients a moment to answer the close frames, then drop whoever has not.
         deadline = asyncio.get_running_loop().time() + 1.0
         while self.connections and asyncio.get_running_loop().time() < deadline:

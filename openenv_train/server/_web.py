@@ -11,7 +11,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..web._static import read_static, redirect
+from ..web import read_static, redirect
 from ._environment import Environment
 from ._mcp_environment import MCPEnvironment
 

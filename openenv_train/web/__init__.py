@@ -8,18 +8,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._static import Asset, read_static, redirect
+
 if TYPE_CHECKING:
-    from ._dataset import TraceIndex
+    from ._dataset import SourceError, TraceIndex
     from ._viewer import ViewerApi, ViewerServer
 
-__all__ = ["TraceIndex", "ViewerApi", "ViewerServer"]
+__all__ = [
+    "Asset",
+    "SourceError",
+    "TraceIndex",
+    "ViewerApi",
+    "ViewerServer",
+    "read_static",
+    "redirect",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "TraceIndex":
-        from ._dataset import TraceIndex
+    if name in ("SourceError", "TraceIndex"):
+        from . import _dataset
 
-        return TraceIndex
+        return getattr(_dataset, name)
     if name in ("ViewerApi", "ViewerServer"):
         from . import _viewer
 

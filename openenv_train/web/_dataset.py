@@ -39,7 +39,7 @@ def find_shards(source: str | os.PathLike[str]) -> list[Path]:
     if not path.is_dir():
         raise SourceError(f"{path} does not exist; give a run dir (with traces/), a folder of shards or a .parquet file")
     if (path / "traces").is_dir():
-        from ..harbor._reader import shard_paths
+        from ..trace import shard_paths
 
         return shard_paths(path)
     found = sorted(p for p in path.rglob("*.parquet") if p.is_file())

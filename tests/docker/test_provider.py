@@ -12,7 +12,7 @@ import time
 import pytest
 
 from openenv_train.client import DockerLimits, DockerProvider, GenericEnvClient
-from openenv_train.client._docker import LABEL, LABEL_HOST, LABEL_PARENT, LABEL_SOCKDIR, reap_orphans
+from openenv_train.launch._docker import LABEL, LABEL_HOST, LABEL_PARENT, LABEL_SOCKDIR, reap_orphans
 
 pytestmark = pytest.mark.timeout(900)  # the first test may install Docker and build the base image
 ECHO = {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}}

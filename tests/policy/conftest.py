@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor._capture import CaptureStore
 from openenv_train.policy import (
     EndpointConfig,
     LocalBackend,
@@ -18,6 +17,7 @@ from openenv_train.policy import (
     build_tiny_model,
     teach_tiny_model,
 )
+from openenv_train.trace._capture import CaptureStore
 
 ADD_TOOL: dict[str, Any] = {
     "type": "function",

@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 
-from openenv_train.harbor._capture import CaptureStore
 from openenv_train.policy import (
     LocalBackend,
     PolicyServer,
@@ -19,6 +18,7 @@ from openenv_train.policy import (
     UpstreamBackend,
     parse_chat_request,
 )
+from openenv_train.trace._capture import CaptureStore
 from tests.policy.conftest import chat_body, serve
 
 WORDS = ["crane", "slate", "plant", "raise", "about", "zebra", "query", "fjord", "nymph", "xylyl", "cart", "car"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from openenv_train.harbor import TraceWriter, read_traces
-from tests.harbor._rows import make_row
+from tests.trace._rows import make_row
 
 
 def _recipe(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

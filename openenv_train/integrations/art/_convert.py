@@ -14,8 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from ...harbor import TraceRow, TrainingTurn, conversation
-from ...harbor._conversation import segments
+from ...trace import TraceRow, TrainingTurn, conversation, segments
 from ._import import import_art
 
 __all__ = ["to_art_choice", "to_art_groups", "to_art_trajectory", "to_art_trajectory_fields"]

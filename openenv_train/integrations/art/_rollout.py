@@ -3,7 +3,7 @@
 Each call plays one episode with one of our agent loops (text replies parsed into actions, or tool calls),
 asking the ART model through an OpenAI client on its ``inference_base_url`` / ``inference_api_key``, under
 ``model.get_inference_name()`` (``model_client=True`` uses ``model.openai_client()`` itself). When the inference
-endpoint is our :class:`~openenv_train.policy.PolicyServer` with a :class:`~openenv_train.harbor.CaptureStore`,
+endpoint is our :class:`~openenv_train.policy.PolicyServer` with a :class:`~openenv_train.trace.CaptureStore`,
 every call names the episode's capture session (``X-Capture-Session``), so the turns, with token ids and
 logprobs, land in a TraceRow (written to ``writer`` if given) and the trajectory is built from that row: ART
 then trains on exactly the sampled tokens. Without a store the OpenAI ``Choice`` objects are used as returned.
@@ -17,9 +17,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ...harbor import CaptureStore, TraceRow, TraceWriter
-from ...pool import AgentLoop, ChatPolicy, EpisodeSpec, ModelReply, PolicyCallError, PoolConfig, RolloutActor, TextAgent
-from ...pool._rows import Job, build_row
+from ...pool import (
+    AgentLoop,
+    ChatPolicy,
+    EpisodeSpec,
+    Job,
+    ModelReply,
+    PolicyCallError,
+    PoolConfig,
+    RolloutActor,
+    TextAgent,
+    build_row,
+)
+from ...trace import CaptureStore, TraceRow, TraceWriter
 from ._convert import to_art_trajectory, to_art_trajectory_fields
 from ._import import import_art
 

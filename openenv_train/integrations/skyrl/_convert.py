@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ...harbor import TraceRow
+from ...trace import TraceRow
 from .._flatten import flatten_turns
 
 __all__ = ["to_skyrl_generator_output"]

@@ -6,14 +6,14 @@ the first instance of a catalog env starts it and later ones open sessions on it
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...client import Endpoint, LocalProcessProvider
-from ...client._sync import _LoopThread
-from ...pool._actor import is_url
+from ...client import Endpoint
+from ...core import run_on_loop
+from ...launch import LocalProcessProvider
+from ...pool import is_url
 from ._actions import ActionFormat, discover_format
 
 __all__ = ["SharedServer", "shared_server", "shutdown_servers"]
@@ -33,7 +33,7 @@ _lock = threading.Lock()
 
 
 def _on_loop(coro: Any, timeout_s: float) -> Any:
-    return asyncio.run_coroutine_threadsafe(coro, _LoopThread.loop()).result(timeout_s)
+    return run_on_loop(coro, timeout_s)
 
 
 def shared_server(env: str, *, mode: Literal["auto", "text", "json", "mcp"] = "auto", text_field: str | None = None,

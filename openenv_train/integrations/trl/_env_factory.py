@@ -7,18 +7,16 @@ docstring), and calls ``get_reward()`` once per finished rollout.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
-from ...client import Endpoint, GenericEnvClient, LocalProcessProvider, MCPToolClient
-from ...client._sync import _LoopThread
-from ...core import CallToolAction, CallToolObservation
-from ...pool import render_observation
-from ...pool._actor import is_url
+from ...client import Endpoint, GenericEnvClient, MCPToolClient
+from ...core import CallToolAction, CallToolObservation, run_on_loop
+from ...launch import LocalProcessProvider
+from ...pool import is_url, render_observation
 from .._discover import action_schema, mcp_tools
 from ._tools import make_tool_method
 
@@ -28,7 +26,7 @@ _NOT_TASK = {"prompt", "completion", "environment", "trace_row"}
 
 
 def _on_loop(coro: Any, timeout_s: float = 120.0) -> Any:
-    return asyncio.run_coroutine_threadsafe(coro, _LoopThread.loop()).result(timeout_s)
+    return run_on_loop(coro, timeout_s)
 
 
 def _text(value: Any) -> str:

@@ -13,8 +13,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ...harbor import CaptureStore, TraceRow, TraceWriter
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
+from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
 
 __all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields", "trainer_sampling"]
@@ -253,7 +253,7 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
         config: pool options (``max_turns``, ``sessions_per_actor``, ``sampling``...). ``sampling`` defaults to the
             trainer's ``temperature`` and ``max_tokens=per_turn_tokens or max_completion_length``; ``max_tokens``
             (model tokens per episode) to ``max_completion_length``.
-        writer: a :class:`~openenv_train.harbor.TraceWriter` for the rows.
+        writer: a :class:`~openenv_train.trace.TraceWriter` for the rows.
         task_fn: dataset prompt -> reset options (default :func:`default_task`: a JSON object prompt). A
             ``seed`` key there is the group's seed; otherwise one is derived from the step and group.
         rubric: scores each row; its components are returned as ``reward_<name>`` keys (the env's reward is

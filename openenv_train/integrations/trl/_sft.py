@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-from ...harbor import TraceRow, to_sft_dataset
+from ...trace import TraceRow, to_sft_dataset
 
 if TYPE_CHECKING:
     import datasets
@@ -19,7 +19,7 @@ def traces_to_sft_dataset(rows_or_run_dir: Iterable[TraceRow] | str | os.PathLik
                           tool_arguments: Literal["object", "string"] = "object") -> datasets.Dataset:
     """One conversation per kept episode, in a ``messages`` column (and ``tools``), for ``SFTTrainer``.
 
-    A thin wrapper over :func:`openenv_train.harbor.to_sft_dataset`.
+    A thin wrapper over :func:`openenv_train.trace.to_sft_dataset`.
 
     Args:
         rows_or_run_dir: rows, or a run directory written by a TraceWriter.

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ._errors import TraceReadError
+from ._rows import TraceRow
 from ._schema import TRACE_SCHEMA, from_record
-from ._trace import TraceRow
 from ._writer import _SHARD, TRACES_DIR, _shard_seq
 
 if TYPE_CHECKING:

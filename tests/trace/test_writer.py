@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openenv_train.harbor import (
+from openenv_train.trace import (
     TRACE_SCHEMA,
     RunDirLocked,
     TraceReadError,
@@ -22,7 +22,7 @@ from openenv_train.harbor import (
     read_traces,
     shard_paths,
 )
-from tests.harbor._rows import make_row
+from tests.trace._rows import make_row
 
 
 class FakeClock:

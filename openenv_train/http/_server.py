@@ -17,8 +17,9 @@ from typing import Any
 import h11
 
 from ..core import ServerStartError
+from ._tasks import TaskSet
 
-__all__ = ["HttpRequest", "HttpResponse", "HttpServer"]
+__all__ = ["Handler", "HttpRequest", "HttpResponse", "HttpServer"]
 
 log = logging.getLogger("openenv_train.policy")
 
@@ -203,14 +204,12 @@ class HttpServer:
         self.port = port
         self.max_body = max_body
         self.connections: set[_Connection] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = TaskSet()
         self._server: asyncio.Server | None = None
 
     def spawn(self, coro: Any) -> None:
         """Run a coroutine in the background, keeping a reference until it ends."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.tasks.spawn(coro)
 
     async def start(self) -> None:
         """Bind and accept connections.
@@ -232,9 +231,7 @@ class HttpServer:
         if self._server is None:
             return
         self._server.close()
-        busy = [t for t in self._tasks if not t.done()]
-        if busy:
-            await asyncio.wait(busy, timeout=grace_s)
+        await self.tasks.drain(grace_s)
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()

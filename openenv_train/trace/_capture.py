@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._errors import CaptureError, CaptureSessionExists, UnknownCaptureSession
-from ._trace import TrainingTrace, TrainingTurn
+from ._rows import TrainingTrace, TrainingTurn
 
 __all__ = ["TURN_METADATA_KEYS", "CaptureStore", "build_turn", "completion_loss_mask", "openai_logprobs"]
 

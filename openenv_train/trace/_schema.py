@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._errors import TraceReadError
-from ._trace import ROW_SCHEMA_VERSION, TraceRow
+from ._rows import ROW_SCHEMA_VERSION, TraceRow
 
 __all__ = ["MIGRATIONS", "TRACE_SCHEMA", "from_record", "migrate_record", "to_record"]
 

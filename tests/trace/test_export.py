@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import (
+from openenv_train.trace import (
     ATIF_VERSION,
     EnvInfo,
     ErrorInfo,
@@ -24,7 +24,7 @@ from openenv_train.harbor import (
     to_atif,
     to_sft_dataset,
 )
-from tests.harbor._rows import make_row
+from tests.trace._rows import make_row
 
 SYSTEM = {"role": "system", "content": "You play wordle."}
 USER = {"role": "user", "content": [{"type": "text", "text": "Guess the word."}]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from openenv_train.harbor import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace, build_turn
+from openenv_train.trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TrainingTrace, build_turn
 
 
 def make_turn(episode: int, index: int, *, n_prompt: int = 6, n_completion: int = 4, tools: bool = False) -> Any:

@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ._errors import RunDirLocked, TraceReadError, TraceWriteError
+from ._rows import ROW_SCHEMA_VERSION, TraceRow
 from ._schema import TRACE_SCHEMA, to_record
-from ._trace import ROW_SCHEMA_VERSION, TraceRow
 
 try:
     import fcntl

@@ -25,7 +25,7 @@ from typing import Any
 
 from ._conversation import segments, text_of
 from ._reader import iter_traces
-from ._trace import TraceRow, TrainingTurn
+from ._rows import TraceRow, TrainingTurn
 
 __all__ = ["ATIF_VERSION", "export_atif", "to_atif"]
 

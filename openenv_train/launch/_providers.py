@@ -1,4 +1,4 @@
-"""Providers start (or find) an env server and hand its endpoint to a client.
+"""Providers start (or find) an env server and hand its endpoint to a client (see :class:`~openenv_train.client.Provider`).
 
 - :class:`InProcessProvider`: a server on a background thread of this process (tests, notebooks).
 - :class:`LocalProcessProvider`: ``openenv-train serve`` in a subprocess (TCP or Unix socket);
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import atexit
 import concurrent.futures
@@ -27,40 +26,16 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ..client import Endpoint, Provider, wait_healthy
 from ..core import ServerStartError
-from ._endpoint import Endpoint, wait_healthy
 
 __all__ = [
-    "DockerLimits",
-    "DockerProvider",
     "InProcessProvider",
     "LocalProcessProvider",
-    "Provider",
     "RemoteProvider",
     "UnixSocketProvider",
-    "docker_available",
     "space_url",
 ]
-
-
-class Provider(abc.ABC):
-    """Starts a server on :meth:`start` (returning its endpoint) and stops it on :meth:`stop`."""
-
-    started: bool = False
-
-    @abc.abstractmethod
-    async def start(self) -> Endpoint:
-        """Start (or locate) the server and wait until it is healthy."""
-
-    @abc.abstractmethod
-    async def stop(self) -> None:
-        """Stop what :meth:`start` started; safe to call twice."""
-
-    async def __aenter__(self) -> Endpoint:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
 
 # -- in-process ---------------------------------------------------------------------------------------
@@ -123,12 +98,21 @@ def _resolve_env_class(env: Any) -> Any:
 
 # -- local subprocess ---------------------------------------------------------------------------------
 _LIVE: weakref.WeakSet[LocalProcessProvider] = weakref.WeakSet()
+_hooked = False  # the exit hook is registered when the first server starts, not at import
 
 
-@atexit.register
 def _kill_leftovers() -> None:
     for provider in list(_LIVE):
         provider.kill()
+
+
+def _track(provider: LocalProcessProvider) -> None:
+    """Remember a started server so that it is killed at exit (the hook is registered on first use)."""
+    global _hooked
+    if not _hooked:
+        atexit.register(_kill_leftovers)
+        _hooked = True
+    _LIVE.add(provider)
 
 
 class LocalProcessProvider(Provider):
@@ -203,7 +187,7 @@ class LocalProcessProvider(Provider):
                 command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 start_new_session=True, env={**os.environ, "OPENENV_TRAIN_TOKEN": "", **self.env_vars},
             )
-        _LIVE.add(self)
+        _track(self)
         self.started = True
         try:
             endpoint = await self._wait_ready()
@@ -324,5 +308,3 @@ class UnixSocketProvider(Provider):
     async def stop(self) -> None:
         self.started = False
 
-
-from ._docker import DockerLimits, DockerProvider, docker_available  # noqa: E402  (it builds on Provider above)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from openenv_train.harbor import (
+from openenv_train.trace import (
     CaptureError,
     CaptureSessionExists,
     CaptureStore,
@@ -44,7 +44,7 @@ def test_session_lifecycle_and_assigned_ids() -> None:
 def test_errors_pickle_with_their_fields() -> None:
     import pickle
 
-    from openenv_train.harbor import HubPushError, RunDirLocked
+    from openenv_train.trace import HubPushError, RunDirLocked
 
     for error in (UnknownCaptureSession("sk-secret"), CaptureSessionExists("sk-secret"), RunDirLocked("/r"),
                   HubPushError("no token", reason="no_token", rows=3)):

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..client import Endpoint, Provider, wait_healthy
+from ..containers import docker_available
 from ..core import ServerStartError
-from ._endpoint import Endpoint, wait_healthy
-from ._providers import Provider
 
-__all__ = ["DockerLimits", "DockerProvider", "docker_available", "reap_orphans"]
+__all__ = ["DockerLimits", "DockerProvider", "reap_orphans"]
 
 LABEL = "org.openenv-train.managed"
 LABEL_PARENT = "org.openenv-train.parent-pid"
@@ -39,20 +39,7 @@ LABEL_SOCKDIR = "org.openenv-train.sockdir"
 _SOCKDIR_PREFIX = "openenv-train-docker-"
 _LIVE: dict[str, str] = {}  # container id -> docker CLI, for the exit hook
 _WATCHDOG: subprocess.Popen[bytes] | None = None
-
-
-def docker_available(docker: str = "docker", timeout_s: float = 10.0) -> str | None:
-    """None when a Docker engine answers, else the reason it does not."""
-    if shutil.which(docker) is None:
-        return f"the {docker!r} CLI is not installed"
-    try:
-        done = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return f"'{docker} info' did not answer within {timeout_s:g}s"
-    if done.returncode != 0:
-        return f"no Docker engine answers: {done.stderr.strip()[:300]}"
-    return None
+_hooked = False  # the exit hook is registered when the first container starts, not at import
 
 
 @dataclass(frozen=True)
@@ -122,7 +109,7 @@ def _start_watchdog(docker: str) -> None:
     if _WATCHDOG is not None and _WATCHDOG.poll() is None:
         return
     _WATCHDOG = subprocess.Popen(
-        [sys.executable, "-m", "openenv_train.client._docker", docker, str(os.getpid())],
+        [sys.executable, "-m", "openenv_train.launch._docker", docker, str(os.getpid())],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -131,12 +118,20 @@ def _watch(docker: str, pid: str) -> None:
     _remove(docker, _managed(docker, "--filter", f"label={LABEL_PARENT}={pid}"))
 
 
-@atexit.register
 def _remove_live() -> None:
     for cid, docker in list(_LIVE.items()):
         with contextlib.suppress(Exception):
             subprocess.run([docker, "rm", "-f", cid], capture_output=True, timeout=30)
         _LIVE.pop(cid, None)
+
+
+def _track(container_id: str, docker: str) -> None:
+    """Remember a started container so that it is removed at exit."""
+    global _hooked
+    if not _hooked:
+        atexit.register(_remove_live)
+        _hooked = True
+    _LIVE[container_id] = docker
 
 
 async def _run(docker: str, *args: str, timeout_s: float = 60.0) -> str:
@@ -257,7 +252,7 @@ class DockerProvider(Provider):
             if socket_mode:
                 self.sockdir = Path(tempfile.mkdtemp(prefix=_SOCKDIR_PREFIX))
             self.container_id = await _run(self.docker, *self.run_command(socket_mode, self.sockdir))
-            _LIVE[self.container_id] = self.docker
+            _track(self.container_id, self.docker)
             self.started = True
             try:
                 self.endpoint = await (self._wait_socket() if socket_mode else self._wait_port())
@@ -334,5 +329,5 @@ class _Shared(Provider):
         self.started = False
 
 
-if __name__ == "__main__":  # the watchdog: python -m openenv_train.client._docker DOCKER PARENT_PID
+if __name__ == "__main__":  # the watchdog: python -m openenv_train.launch._docker DOCKER PARENT_PID
     _watch(*sys.argv[1:3])

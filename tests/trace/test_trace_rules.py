@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from openenv_train.harbor import EnvInfo, TraceRow, TrainingTrace, TrainingTurn
+from openenv_train.trace import EnvInfo, TraceRow, TrainingTrace, TrainingTurn
 
 GOOD: dict[str, Any] = {
     "node_id": "n0",

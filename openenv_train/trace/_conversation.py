@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._trace import TrainingTrace, TrainingTurn
+from ._rows import TrainingTrace, TrainingTurn
 
 __all__ = ["Segment", "conversation", "reply_of", "segments", "text_of"]
 

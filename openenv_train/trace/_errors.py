@@ -3,14 +3,18 @@
 ::
 
     OpenEnvTrainError
-    └── HarborError
-        ├── CaptureError                 a capture session was misused
-        │   ├── UnknownCaptureSession    no open session has that id (endpoint: 401/404)
-        │   └── CaptureSessionExists     open_session() on an id already open
-        ├── TraceWriteError              the writer refused a row or could not write a shard
-        │   └── RunDirLocked             another live writer holds the run directory
-        ├── TraceReadError               a shard or manifest cannot be read or is from a newer version
-        └── HubPushError                 no token, offline, or the Hub refused the push
+    └── HarborError                          root of trace and Harbor task errors (``harbor`` re-exports it)
+        └── TraceError
+            ├── CaptureError                 a capture session was misused
+            │   ├── UnknownCaptureSession    no open session has that id (endpoint: 401/404)
+            │   └── CaptureSessionExists     open_session() on an id already open
+            ├── TraceWriteError              the writer refused a row or could not write a shard
+            │   └── RunDirLocked             another live writer holds the run directory
+            ├── TraceReadError               a shard or manifest cannot be read or is from a newer version
+            └── HubPushError                 no token, offline, or the Hub refused the push
+
+``HarborError`` stays the common root (it was before traces left ``harbor``) so that ``except HarborError``
+still catches a trace error.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ __all__ = [
     "HarborError",
     "HubPushError",
     "RunDirLocked",
+    "TraceError",
     "TraceReadError",
     "TraceWriteError",
     "UnknownCaptureSession",
+    "mask_secret",
 ]
 
 
@@ -37,10 +43,14 @@ def mask_secret(value: str) -> str:
 
 
 class HarborError(OpenEnvTrainError):
-    """Root of the errors of ``openenv_train.harbor``."""
+    """Root of the errors of ``openenv_train.trace`` and ``openenv_train.harbor``."""
 
 
-class CaptureError(HarborError):
+class TraceError(HarborError):
+    """Root of the errors of ``openenv_train.trace``: capture, writing, reading, exports."""
+
+
+class CaptureError(TraceError):
     """A capture session was used in a way the store does not allow."""
 
 
@@ -77,7 +87,7 @@ class CaptureSessionExists(CaptureError):
         return (type(self), (self.session_id,))
 
 
-class TraceWriteError(HarborError):
+class TraceWriteError(TraceError):
     """The trace writer refused a row (duplicate, closed writer) or could not write a shard."""
 
 
@@ -95,11 +105,11 @@ class RunDirLocked(TraceWriteError):
         return (type(self), (self.path,))
 
 
-class TraceReadError(HarborError):
+class TraceReadError(TraceError):
     """Traces could not be read: a broken manifest, or rows written by a newer schema version."""
 
 
-class HubPushError(HarborError):
+class HubPushError(TraceError):
     """Traces could not be pushed to the Hugging Face Hub; ``reason`` is ``"no_token"``, ``"offline"`` or ``"hub"``."""
 
     def __init__(self, message: str, *, reason: str, rows: int) -> None:

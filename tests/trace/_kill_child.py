@@ -13,8 +13,8 @@ SIZE: dict[str, Any] = {"turns": 3, "n_prompt": 300, "n_completion": 100}
 
 
 def main(run_dir: str, episodes: int) -> None:
-    from openenv_train.harbor import TraceWriter
-    from tests.harbor._rows import make_row
+    from openenv_train.trace import TraceWriter
+    from tests.trace._rows import make_row
 
     with TraceWriter(run_dir, flush_rows=4, flush_seconds=0.02) as writer:
         print("READY", writer.rows_written, flush=True)

@@ -12,7 +12,7 @@ from ._atif import ATIF_VERSION, export_atif, to_atif
 from ._conversation import conversation, text_of
 from ._errors import HubPushError
 from ._reader import iter_traces, load_dataset
-from ._trace import TraceRow
+from ._rows import TraceRow
 
 if TYPE_CHECKING:
     import datasets

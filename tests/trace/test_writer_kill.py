@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import read_traces, traces_glob
-from openenv_train.harbor._schema import from_record
-from tests.harbor._kill_child import SIZE
-from tests.harbor._rows import check_row
+from openenv_train.trace import read_traces, traces_glob
+from openenv_train.trace._schema import from_record
+from tests.trace._kill_child import SIZE
+from tests.trace._rows import check_row
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("_kill_child.py")
