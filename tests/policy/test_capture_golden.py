@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 from tests.policy.conftest import ADD_TOOL, serve
 
 GOLDEN = Path(__file__).parent / "data" / "captured_turns.json"

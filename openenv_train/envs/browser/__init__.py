@@ -12,8 +12,10 @@ from ._env import BrowserEnvironment, task_environment
 from ._models import BrowserAction, BrowserObservation, BrowserState
 from ._page import flatten_axtree
 from ._tasks import SOLVABLE_TASKS, task_names
+from .client import BrowserEnv, task_client
 
 __all__ = [
+    "BrowserEnv",
     "GRAMMAR",
     "SOLVABLE_TASKS",
     "ActionError",
@@ -26,15 +28,16 @@ __all__ = [
     "flatten_axtree",
     "host",
     "parse_action",
+    "task_client",
     "task_environment",
     "task_names",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # the per-task classes of the catalog's browser/<task> entries, made on first use
+    # the per-task env classes of the catalog's browser/<task> entries and their clients, made on first use
     for task in SOLVABLE_TASKS:
-        cls = task_environment(task)
-        if cls.__name__ == name:
-            return cls
+        for cls in (task_environment(task), task_client(task)):
+            if cls.__name__ == name:
+                return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from ._apis import MockServices
 from ._env import MockAPIEnvironment, MockAPIState, MockAPITaskObservation
 from ._tasks import KINDS, Call, MockTask, calls_match, make_task
+from .client import MockAPIEnv
 
-__all__ = ["KINDS", "Call", "MockAPIEnvironment", "MockAPIState", "MockAPITaskObservation", "MockServices",
+__all__ = ["KINDS", "Call", "MockAPIEnv", "MockAPIEnvironment", "MockAPIState", "MockAPITaskObservation", "MockServices",
            "MockTask", "calls_match", "make_task"]

@@ -7,6 +7,7 @@ from .._spiel_games import GAMES, SpielGame
 from ._env import SpielEnvironment, spiel_env
 from ._models import SpielObservation
 from ._opponents import SpielOpponent
+from .client import GAME_CLIENTS, SpielEnv
 
 SpielBreakthroughEnvironment = spiel_env("breakthrough", "SpielBreakthroughEnvironment", __name__)
 SpielCheckersEnvironment = spiel_env("checkers", "SpielCheckersEnvironment", __name__)
@@ -30,7 +31,10 @@ SpielBattleshipEnvironment = spiel_env("battleship", "SpielBattleshipEnvironment
 SpielPhantomTttEnvironment = spiel_env("phantom_ttt", "SpielPhantomTttEnvironment", __name__)
 SpielDarkHexEnvironment = spiel_env("dark_hex", "SpielDarkHexEnvironment", __name__)
 
+globals().update(GAME_CLIENTS)  # SpielBreakthroughEnv, ...: the typed client of each game
+
 __all__ = [
+    *GAME_CLIENTS,
     "GAMES",
     "SpielAmazonsEnvironment",
     "SpielBackgammonEnvironment",
@@ -40,6 +44,7 @@ __all__ = [
     "SpielClobberEnvironment",
     "SpielDarkHexEnvironment",
     "SpielDotsAndBoxesEnvironment",
+    "SpielEnv",
     "SpielEnvironment",
     "SpielGame",
     "SpielGoEnvironment",

@@ -5,6 +5,7 @@ Needs the ``textarena`` extra (``pip install 'openenv-train[textarena]'``).
 
 from ._env import TextArenaEnvironment, textarena_env
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
+from .client import GAME_CLIENTS, TextArenaEnv
 
 TextArenaSudokuEnvironment = textarena_env("sudoku", "TextArenaSudokuEnvironment", __name__)
 TextArenaMinesweeperEnvironment = textarena_env("minesweeper", "TextArenaMinesweeperEnvironment", __name__)
@@ -21,7 +22,11 @@ TextArenaSlitherlinkEnvironment = textarena_env("slitherlink", "TextArenaSlither
 TextArenaLogicPuzzleEnvironment = textarena_env("logic_puzzle", "TextArenaLogicPuzzleEnvironment", __name__)
 TextArenaThreeCardMonteEnvironment = textarena_env("three_card_monte", "TextArenaThreeCardMonteEnvironment", __name__)
 
+globals().update(GAME_CLIENTS)  # TextArenaSudokuEnv, ...: the typed client of each game
+
 __all__ = [
+    *GAME_CLIENTS,
+    "TextArenaEnv",
     "TextArenaAction",
     "TextArenaCountdownEnvironment",
     "TextArenaCryptarithmEnvironment",

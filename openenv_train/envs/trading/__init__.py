@@ -6,13 +6,16 @@ from ._mcp import TradingMCPEnvironment
 from ._models import TradingAction, TradingObservation, TradingState
 from ._portfolio import Portfolio, performance
 from ._prices import synthetic_bars
+from .client import TradingEnv, TradingMCPEnv
 
 __all__ = [
     "Market",
     "MarketConfig",
     "Portfolio",
     "TradingAction",
+    "TradingEnv",
     "TradingEnvironment",
+    "TradingMCPEnv",
     "TradingMCPEnvironment",
     "TradingObservation",
     "TradingState",
