@@ -87,11 +87,13 @@ class _ArtPolicy(ChatPolicy):
             await client.close()
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                   session: str | None = None) -> ModelReply:
+                   session: str | None = None, extra: dict[str, Any] | None = None) -> ModelReply:
         import openai
 
         episode = self.episodes[session or ""]
         kwargs: dict[str, Any] = dict(self.sampling)
+        if extra:
+            kwargs["extra_body"] = dict(extra)
         if tools:
             kwargs["tools"] = episode.tools = tools
         if self.logprobs:
