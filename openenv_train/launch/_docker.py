@@ -198,7 +198,7 @@ class DockerProvider(Provider):
     async def client(self, client_cls: Any = None, **kwargs: Any) -> Any:
         """A connected client (default :class:`GenericEnvClient`) on a :meth:`session` provider."""
         if client_cls is None:
-            from ._client import GenericEnvClient
+            from ..client import GenericEnvClient
 
             client_cls = GenericEnvClient
         return await client_cls(provider=self.session(), **kwargs).connect()

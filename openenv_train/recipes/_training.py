@@ -156,7 +156,7 @@ def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, out
     gpu = torch.cuda.is_available()
     args = SFTConfig(output_dir=str(output_dir / "trainer"), num_train_epochs=section.epochs,
                      per_device_train_batch_size=section.batch_size, learning_rate=section.learning_rate,
-                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=10,
+                     lr_scheduler_type="cosine", warmup_steps=section.warmup_steps, logging_steps=1,
                      save_strategy="no", report_to=[], assistant_only_loss=not tokenized,
                      max_length=section.max_length, use_cpu=not gpu, seed=seed, **cpu_settings(gpu),
                      disable_tqdm=not (show_progress and verbose), remove_unused_columns=not tokenized,
