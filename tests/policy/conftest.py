@@ -17,7 +17,7 @@ from openenv_train.policy import (
     build_tiny_model,
     teach_tiny_model,
 )
-from openenv_train.trace._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 
 ADD_TOOL: dict[str, Any] = {
     "type": "function",

@@ -18,7 +18,7 @@ from openenv_train.policy import (
     UpstreamBackend,
     parse_chat_request,
 )
-from openenv_train.trace._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 from tests.policy.conftest import chat_body, serve
 
 WORDS = ["crane", "slate", "plant", "raise", "about", "zebra", "query", "fjord", "nymph", "xylyl", "cart", "car"]
@@ -161,7 +161,7 @@ def test_character_level_tokenizer_spells_choices_letter_by_letter() -> None:
     from transformers import PreTrainedTokenizerFast
 
     from openenv_train.policy._guide import GuideCache
-    from openenv_train.policy._types import Constraint
+    from openenv_train.policy import Constraint
 
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocab = {c: i for i, c in enumerate(["<pad>", "<eos>", "<bos>", " ", "\n", *letters])}

@@ -13,7 +13,7 @@ import pytest
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.policy import FixedSampling, LocalBackend, build_char_tokenizer, build_tiny_model, parse_chat_request
 from openenv_train.policy._guide import ChoiceGuide, ExcludingGuide, Guide, GuideCache
-from openenv_train.policy._types import Constraint
+from openenv_train.policy import Constraint
 
 WORDS = sorted(valid_guesses())
 

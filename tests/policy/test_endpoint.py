@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from openenv_train.policy import EndpointConfig, LocalBackend, LocalConfig, PolicyServer
-from openenv_train.trace._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 from tests.policy.conftest import ADD_TOOL, TAUGHT, chat_body, serve
 
 PROMPTS = [f"{w} number {i}?" for i, w in enumerate("what why how who when where which whose".split() * 2)]

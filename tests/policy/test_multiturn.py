@@ -9,7 +9,7 @@ import pytest
 
 from openenv_train.harbor import TrainingTurn
 from openenv_train.policy import EndpointConfig
-from openenv_train.trace._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 from tests.policy.conftest import ADD_TOOL, serve
 
 openai = pytest.importorskip("openai")

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from openenv_train.policy import PolicyServer, UpstreamBackend
-from openenv_train.trace._capture import CaptureStore
+from openenv_train.trace import CaptureStore
 from tests.policy.conftest import ADD_TOOL, chat_body, serve
 
 #: Keys the stub accepts, like a hosted API that refuses vLLM's extras.
