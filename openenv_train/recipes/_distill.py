@@ -10,6 +10,7 @@ token); other tokenizers train on the sampled conversations instead.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,20 +20,34 @@ from ._wordle import teacher_conversation
 __all__ = ["DistillCollator", "distill_trainer", "games_dataset"]
 
 
-def games_dataset(games: Sequence[Sequence[tuple[str, str]]]) -> Any:
-    """Teacher games as a ``datasets.Dataset`` (columns ``guesses``, ``marks`` and ``length``, the guesses: batches
-    of games of one length waste no compute on padding) for :class:`DistillCollator`."""
+def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, seed: int = 0) -> Any:
+    """Teacher games as a ``datasets.Dataset`` (columns ``guesses`` and ``marks``) for :class:`DistillCollator`,
+    ordered so that every run of ``batch_size`` rows holds games of one length (a game's token count follows from
+    its number of guesses): read sequentially, no batch wastes compute on padding or needs an attention mask. The
+    batches are shuffled; the few games left over per length close the dataset."""
     import datasets
 
-    return datasets.Dataset.from_dict({"guesses": [[g for g, _ in game] for game in games],
-                                       "marks": [[m for _, m in game] for game in games],
-                                       "length": [len(game) for game in games]})
+    rng = random.Random(seed)
+    by_length: dict[int, list[int]] = {}
+    for i, game in enumerate(games):
+        by_length.setdefault(len(game), []).append(i)
+    batches: list[list[int]] = []
+    rest: list[int] = []
+    for rows in by_length.values():
+        rng.shuffle(rows)
+        full = len(rows) - len(rows) % batch_size
+        batches += [rows[k:k + batch_size] for k in range(0, full, batch_size)]
+        rest += rows[full:]
+    rng.shuffle(batches)
+    order = [i for batch in batches for i in batch] + rest
+    return datasets.Dataset.from_dict({"guesses": [[g for g, _ in games[i]] for i in order],
+                                       "marks": [[m for _, m in games[i]] for i in order]})
 
 
 class DistillCollator:
-    """Turns teacher games (rows of :func:`games_dataset`) into a batch: ``input_ids``, ``attention_mask``, ``labels``
-    (the sampled tokens, -100 off the assistant turns) and ``targets`` (the teacher's next-token distribution at
-    every position that predicts an assistant token; zero elsewhere)."""
+    """Turns teacher games (rows of :func:`games_dataset`) into a batch: ``input_ids``, ``attention_mask`` (only when
+    the rows differ in length), ``labels`` (the sampled tokens, -100 off the assistant turns) and ``targets`` (the
+    teacher's next-token distribution at every position that predicts an assistant token; zero elsewhere)."""
 
     def __init__(self, tokenizer: Any, teacher: ConsistentTeacher, system_prompt: str | None = None) -> None:
         import numpy as np
@@ -50,23 +65,24 @@ class DistillCollator:
 
     def _game_targets(self, history: Sequence[tuple[str, str]]) -> list[Any]:
         """Per assistant token of the game, in order: the teacher's distribution over the 26 letters (a numpy
-        vector), or None for the end-of-turn token (always the end)."""
+        vector; one-hot on the opening's fixed words), or None for the end-of-turn token (always the end)."""
         import numpy as np
 
         teacher = self.teacher
         candidates = np.arange(len(teacher.words))
         out: list[Any] = []
-        for guess, marks in history:
-            index = teacher.index(guess)
-            rows = self.letters[candidates]
-            alive = np.ones(len(candidates), dtype=bool)
-            for j, letter in enumerate(guess):
-                counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
-                out.append(counts / counts.sum())
-                alive &= rows[:, j] == ord(letter) - 97
+        for turn, (guess, marks) in enumerate(history):
+            if turn < len(teacher.opening):
+                out += [np.eye(26, dtype=np.float32)[ord(letter) - 97] for letter in guess]
+            else:
+                rows = self.letters[candidates]
+                alive = np.ones(len(candidates), dtype=bool)
+                for j, letter in enumerate(guess):
+                    counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
+                    out.append(counts / counts.sum())
+                    alive &= rows[:, j] == ord(letter) - 97
             out.append(None)
-            code = teacher.code(marks)
-            candidates = candidates[teacher.table[index, candidates] == code]
+            candidates = candidates[teacher.row(guess)[candidates] == teacher.code(marks)]
         return out
 
     def __call__(self, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -93,8 +109,11 @@ class DistillCollator:
                     targets[b, k - 1, self.end_id] = 1.0  # logits at k-1 predict token k
                 else:
                     targets[b, k - 1, self.letter_ids] = dist
-        return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(attention),
-                "labels": torch.from_numpy(labels), "targets": torch.from_numpy(targets)}
+        batch = {"input_ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels),
+                 "targets": torch.from_numpy(targets)}
+        if not attention.all():  # a mask costs ~15% of a CPU step; rows of one length need none
+            batch["attention_mask"] = torch.from_numpy(attention)
+        return batch
 
 
 def distill_trainer() -> type:

@@ -16,16 +16,16 @@ __all__ = ["ConsistentTeacher"]
 _LETTERS = 26
 
 
-def _table(letters: Any, chunk: int = 256) -> Any:
-    """Feedback of every word (as guess) against every word (as secret) as base-3 codes (G=2, Y=1, X=0, letter 0
-    most significant), ``[guess, secret]``; vectorised over chunks of guesses."""
+def _table(letters: Any, guess_letters: Any = None, chunk: int = 256) -> Any:
+    """Feedback of every guess (default: every word) against every word (as secret) as base-3 codes (G=2, Y=1,
+    X=0, letter 0 most significant), ``[guess, secret]``; vectorised over chunks of guesses."""
     import numpy as np
 
-    n = len(letters)
+    every = letters if guess_letters is None else guess_letters
     counts = (letters[:, :, None] == np.arange(_LETTERS)).sum(axis=1)  # (n, 26): each secret's letters
-    out = np.zeros((n, n), dtype=np.int16)
-    for start in range(0, n, chunk):
-        guesses = letters[start:start + chunk]  # (g, 5)
+    out = np.zeros((len(every), len(letters)), dtype=np.int16)
+    for start in range(0, len(every), chunk):
+        guesses = every[start:start + chunk]  # (g, 5)
         green = guesses[:, None, :] == letters[None, :, :]  # (g, n, 5)
         same = guesses[:, :, None] == guesses[:, None, :]  # (g, 5, 5): guess letters j and k are equal
         yellows: list[Any] = []
@@ -40,7 +40,12 @@ def _table(letters: Any, chunk: int = 256) -> Any:
 
 
 class ConsistentTeacher:
-    """Plays Wordle with guesses drawn from ``words`` (the answer list) that fit every mark seen so far.
+    """Plays Wordle with guesses drawn from ``words`` (the answer list) that fit every mark seen so far, after a
+    fixed ``opening`` (first guesses played in every game, any valid guesses).
+
+    A fixed opening costs the teacher nothing (it still wins about 99%) and narrows what a model must learn: a
+    greedy model plays one opening anyway, and after a fixed one the situations it meets are the marks of known
+    words rather than of every possible earlier guess.
 
     Example:
         >>> teacher = ConsistentTeacher(["crane", "slate", "crate", "trace"])
@@ -49,14 +54,26 @@ class ConsistentTeacher:
         ('crate', 'GGGGG')
     """
 
-    def __init__(self, words: Sequence[str]) -> None:
+    def __init__(self, words: Sequence[str], opening: Sequence[str] = ()) -> None:
         import numpy as np
 
         self.words = list(words)
+        self.opening = [w.lower() for w in opening]
         self._index = {w: i for i, w in enumerate(self.words)}
+        bad = [w for w in self.opening if len(w) != 5 or not w.isascii() or not w.isalpha()]
+        if bad or len(set(self.opening)) != len(self.opening):
+            raise ValueError(f"teacher opening {list(opening)}: needs distinct 5-letter words, got {bad or 'a repeat'}")
         letters = np.array([[ord(c) - 97 for c in w] for w in self.words], dtype=np.int8)
         self.table = _table(letters)
         """Feedback codes, ``table[guess index, secret index]`` (see :meth:`code`)."""
+        self._opening_rows = _table(letters, np.array([[ord(c) - 97 for c in w] for w in self.opening],
+                                                      dtype=np.int8).reshape(-1, 5))
+
+    def row(self, guess: str) -> Any:
+        """The feedback codes of ``guess`` (a word of ``words`` or of the opening) against every secret."""
+        if guess in self._index:
+            return self.table[self._index[guess]]
+        return self._opening_rows[self.opening.index(guess)]
 
     def index(self, word: str) -> int:
         """The position of ``word`` in ``words``."""
@@ -68,8 +85,8 @@ class ConsistentTeacher:
         return sum("XYG".index(m) * 3 ** (4 - k) for k, m in enumerate(marks))
 
     def marks(self, guess: str, secret: str) -> str:
-        """The feedback string of ``guess`` for ``secret`` (both in ``words``), e.g. ``'XYXXG'``."""
-        code = int(self.table[self._index[guess], self._index[secret]])
+        """The feedback string of ``guess`` (in ``words`` or the opening) for ``secret`` (in ``words``)."""
+        code = int(self.row(guess)[self._index[secret]])
         return "".join("XYG"[(code // 3 ** (4 - k)) % 3] for k in range(5))
 
     def play(self, secret: str, rng: random.Random, max_guesses: int = 6) -> list[tuple[str, str]]:
@@ -79,11 +96,14 @@ class ConsistentTeacher:
         target = self._index[secret]
         candidates = np.arange(len(self.words))
         history: list[tuple[str, str]] = []
-        for _ in range(max_guesses):
-            guess = int(candidates[rng.randrange(len(candidates))])
-            code = self.table[guess, target]
-            history.append((self.words[guess], self.marks(self.words[guess], secret)))
-            if guess == target:
+        for turn in range(max_guesses):
+            if turn < len(self.opening):
+                word = self.opening[turn]
+            else:
+                word = self.words[int(candidates[rng.randrange(len(candidates))])]
+            row = self.row(word)
+            history.append((word, self.marks(word, secret)))
+            if word == secret:
                 break
-            candidates = candidates[self.table[guess, candidates] == code]
+            candidates = candidates[row[candidates] == row[target]]
         return history

@@ -160,7 +160,7 @@ def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, out
                      save_strategy="no", report_to=[], assistant_only_loss=not tokenized,
                      max_length=section.max_length, use_cpu=not gpu, seed=seed, **cpu_settings(gpu),
                      disable_tqdm=not (show_progress and verbose), remove_unused_columns=not tokenized,
-                     train_sampling_strategy="group_by_length" if "length" in dataset.column_names else "random",
+                     train_sampling_strategy="sequential" if tokenized else "random",
                      dataset_kwargs={"skip_prepare_dataset": True} if tokenized else None)
     extra = [log_callback(metrics, "sft")] if metrics is not None else []
     optimizers: tuple[Any, Any] = (None, None)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ._training import ModelSection, SFTSection
 
-__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig", "OutputSection", "PoolSection"]
+__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig", "OutputSection", "PoolSection",
+           "TeacherSection"]
 
 
 @dataclass
@@ -35,6 +36,24 @@ class PoolSection:
     """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
     ray_num_cpus: int | None = None
     episode_timeout_s: float = 120.0
+
+
+@dataclass
+class TeacherSection:
+    """The teacher whose games the SFT phase imitates: a fixed opening, then each guess a random answer word
+    consistent with every mark so far."""
+
+    opening: list[str] = field(default_factory=lambda: ["stale", "prion"])
+    """Fixed first guesses of every teacher game (valid guesses); ``[]``: every guess a random consistent word. A
+    greedy model plays one opening anyway; a fixed one leaves it far fewer situations to learn."""
+
+    def __post_init__(self) -> None:
+        from ..envs.wordle import valid_guesses
+
+        bad = [w for w in self.opening if str(w).lower() not in valid_guesses()]
+        if bad or len(set(self.opening)) != len(self.opening):
+            raise ValueError(f"teacher.opening: {bad or 'a repeated word'} — give distinct words of the Wordle "
+                             f"valid-guess list, e.g. [stale, prion], or [] for none")
 
 
 @dataclass
@@ -125,6 +144,7 @@ class GrpoWordleConfig:
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
     pool: PoolSection = field(default_factory=PoolSection)
+    teacher: TeacherSection = field(default_factory=TeacherSection)
     sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=540.0))
     grpo: GRPOSection = field(default_factory=GRPOSection)
     eval: EvalSection = field(default_factory=EvalSection)

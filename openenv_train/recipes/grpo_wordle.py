@@ -6,7 +6,7 @@
 1. Wordle env servers (sandboxed local processes, or ``--env-url``) and a Ray rollout pool.
 2. The tiny offline model (character tokens; or ``--model PATH_OR_ID``).
 3. Baseline: the untrained policy on a fixed set of held-out secrets (greedy).
-4. Warm start: SFT on games of a teacher that guesses a random answer word consistent with all marks so far.
+4. Warm start: SFT on games of a teacher: a fixed opening, then random answer words consistent with all marks.
 5. GRPO through the pool (TRL ``rollout_func``): every model call is captured into the run's traces.
 6. The held-out secrets after SFT and after GRPO (and after GRPO without the decoding constraint).
 7. ``runs/<name>/``: traces (Parquet), checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``.
@@ -35,10 +35,10 @@ from ._games import GamesFailed, WordleGames, check_games
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
 from ._training import cpu_settings, load_model, log_callback, quiet_trainer, train_sft
-from ._wordle_config import EnvSection, EvalSection, GRPOSection, GrpoWordleConfig, OutputSection, PoolSection
+from ._wordle_config import EnvSection, EvalSection, GRPOSection, GrpoWordleConfig, OutputSection, PoolSection, TeacherSection
 
 __all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection",
-           "PoolSection", "main", "run"]
+           "PoolSection", "TeacherSection", "main", "run"]
 
 console = Console()
 logger = logging.getLogger(__name__)
@@ -92,11 +92,12 @@ def _teacher_data(tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig)
     from ._teacher import ConsistentTeacher
     from ._wordle import teacher_conversation
 
-    teacher = ConsistentTeacher(answers())  # held-out words may be guessed, never be the secret
+    teacher = ConsistentTeacher(answers(), cfg.teacher.opening)  # held-out words may be guessed, never be secrets
     rng = random.Random(cfg.seed)
     games = [teacher.play(secret, rng) for secret in secrets]
     if cfg.sft.distill and is_char_tokenizer(tokenizer):
-        return games_dataset(games), DistillCollator(tokenizer, teacher, cfg.env.system_prompt), distill_trainer()
+        collator = DistillCollator(tokenizer, teacher, cfg.env.system_prompt)
+        return games_dataset(games, cfg.sft.batch_size, cfg.seed), collator, distill_trainer()
     chats = [teacher_conversation(game, cfg.env.system_prompt) for game in games]
     return datasets.Dataset.from_dict({"messages": chats}), None, None
 
@@ -105,7 +106,8 @@ def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConf
          metrics: MetricsLog) -> Any:
     start = time.perf_counter()
     dataset, collator, trainer_class = _teacher_data(tokenizer, secrets, cfg)
-    console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s (a random answer word "
+    opening = f"opening {', '.join(cfg.teacher.opening)}, then " if cfg.teacher.opening else ""
+    console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s ({opening}random answer words "
                   f"consistent with all marks so far; {len(set(secrets))} secrets, none held out); targets: "
                   f"{'the teacher next-letter distributions' if collator else 'the sampled words'}")
     budget = Budget(cfg.sft.budget_s or 1e9)

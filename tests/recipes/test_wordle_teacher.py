@@ -1,0 +1,107 @@
+"""The Wordle recipe's teacher (a fixed opening, then random consistent answers) and its distillation targets."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from openenv_train.envs.wordle import answers, feedback, valid_guesses
+from openenv_train.recipes._distill import DistillCollator, games_dataset
+from openenv_train.recipes._teacher import ConsistentTeacher
+from openenv_train.recipes._wordle import consistent
+
+
+@pytest.fixture(scope="module")
+def teacher() -> ConsistentTeacher:
+    return ConsistentTeacher(answers(), opening=["tares", "prion"])  # "tares" is a valid guess, not an answer
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    from openenv_train.policy import build_char_tokenizer
+
+    return build_char_tokenizer()
+
+
+def test_the_feedback_table_agrees_with_the_env(teacher: ConsistentTeacher) -> None:
+    rng = random.Random(0)
+    words = teacher.words
+    pairs = [(rng.choice(words), rng.choice(words)) for _ in range(5000)]
+    doubled = [w for w in words if len(set(w)) < 5]  # repeated letters: the subtle part of the marks
+    pairs += [(rng.choice(doubled), rng.choice(doubled)) for _ in range(2000)]
+    pairs += [("tares", rng.choice(words)) for _ in range(200)]
+    for guess, secret in pairs:
+        assert teacher.marks(guess, secret) == feedback(guess, secret), (guess, secret)
+
+
+def test_games_open_with_the_fixed_words_then_only_guess_consistent_answers(teacher: ConsistentTeacher) -> None:
+    rng = random.Random(1)
+    secrets = [rng.choice(teacher.words) for _ in range(400)] + ["prion"]
+    games = [teacher.play(secret, rng) for secret in secrets]
+    for secret, game in zip(secrets, games, strict=True):
+        assert all(marks == feedback(guess, secret) for guess, marks in game)
+        guesses = [guess for guess, _ in game]
+        assert guesses[:2] == ["tares", "prion"][:len(guesses)] and len(set(guesses)) == len(guesses) <= 6
+        for k in range(2, len(game)):
+            assert guesses[k] in teacher.words and consistent(guesses[k], game[:k]), (secret, game)
+    assert games[-1] == [("tares", feedback("tares", "prion")), ("prion", "GGGGG")]
+    assert sum(game[-1][1] == "GGGGG" for game in games) / len(games) >= 0.95
+
+
+def test_a_bad_opening_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="distinct 5-letter words"):
+        ConsistentTeacher(answers(), opening=["stale", "stale"])
+    from openenv_train.recipes.grpo_wordle import TeacherSection
+
+    with pytest.raises(ValueError, match="valid-guess list"):
+        TeacherSection(opening=["zzzzz"])
+    assert TeacherSection(opening=[]).opening == [] and "stale" in valid_guesses()
+
+
+def test_targets_are_the_letter_shares_of_the_consistent_answers(teacher: ConsistentTeacher, tokenizer: Any) -> None:
+    """Checked against a brute force over the answer list: one-hot on the opening, else among the answers that
+    fit every mark and start with the letters already written, the share of each next letter."""
+    rng = random.Random(2)
+    games = [teacher.play(rng.choice(teacher.words), rng) for _ in range(40)]
+    collator = DistillCollator(tokenizer, teacher)
+    for game in games:
+        targets = collator._game_targets(game)
+        k = 0
+        for turn, (guess, _) in enumerate(game):
+            fits = [w for w in teacher.words if consistent(w, game[:turn])]
+            for j, letter in enumerate(guess):
+                if turn < 2:
+                    expected = np.eye(26)[ord(letter) - 97]
+                else:
+                    heads = [w for w in fits if w[:j] == guess[:j]]
+                    expected = np.bincount([ord(w[j]) - 97 for w in heads], minlength=26) / len(heads)
+                np.testing.assert_allclose(targets[k], expected, atol=1e-6)
+                k += 1
+            assert targets[k] is None  # the end of the turn
+            k += 1
+        assert k == len(targets)
+
+
+def test_batches_hold_games_of_one_length_and_need_no_mask(teacher: ConsistentTeacher, tokenizer: Any) -> None:
+    rng = random.Random(3)
+    games = [teacher.play(rng.choice(teacher.words), rng) for _ in range(300)]
+    dataset = games_dataset(games, batch_size=8, seed=0)
+    rows = [dataset[i] for i in range(len(dataset))]
+    played = sorted(tuple(zip(g, m, strict=True)) for g, m in ((r["guesses"], r["marks"]) for r in rows))
+    assert played == sorted(tuple(game) for game in games)  # every game exactly once
+    collator = DistillCollator(tokenizer, teacher)
+    counts = [sum(len(g) == size for g in games) for size in {len(g) for g in games}]
+    full = sum(n - n % 8 for n in counts)
+    for start in range(0, full, 8):
+        block = rows[start:start + 8]
+        assert len({len(r["guesses"]) for r in block}) == 1
+        batch = collator(block)
+        assert "attention_mask" not in batch and batch["input_ids"].shape[0] == 8
+        weight = batch["targets"].sum(-1)
+        assert ((weight == 0) | (abs(weight - 1) < 1e-5)).all()
+        assert int((batch["labels"] != -100).sum()) == int((weight > 0).sum())
+    mixed = collator([rows[0], next(r for r in rows if len(r["guesses"]) != len(rows[0]["guesses"]))])
+    assert "attention_mask" in mixed and int(mixed["attention_mask"].sum()) < mixed["input_ids"].numel()
