@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.protocol import State as WsState
 
 from ..core import (
     ConnectionLost,
@@ -274,6 +275,15 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     async def _request(self, kind: str, data: dict[str, Any] | None) -> dict[str, Any]:
         frame = encode_client_message(kind, data)
         async with self._lock:
+            if kind == "reset" and self._ended_between_episodes():
+                # the server ended this session while it waited (its idle timeout, a restart): a reset starts a new
+                # episode anyway, so open a new session instead of failing the episode
+                ws_old, self._ws = self._ws, None
+                self.client_state = ClientState.IDLE
+                self.reconnects += 1
+                log.info("env session to %s was ended by the server while idle; reset opens a new one", self.url)
+                if ws_old is not None:
+                    asyncio.get_running_loop().create_task(_close_quietly(ws_old))
             ws = await self._ensure_open()
             awaiting = False
             try:
@@ -315,6 +325,11 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                     f"server answered {kind!r} with {reply.type!r}; replies are out of step, session closed",
                 )
             return reply.data
+
+    def _ended_between_episodes(self) -> bool:
+        """The session is open on our side but the server has closed the connection (a close frame arrived)."""
+        return (self.reconnect and self.client_state is ClientState.OPEN and self._ws is not None
+                and self._ws.state is not WsState.OPEN)
 
     def _fail(self, reason: str) -> None:
         self.client_state = ClientState.FAILED

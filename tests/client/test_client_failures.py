@@ -120,6 +120,30 @@ async def test_dropped_connection_reconnects_and_reports(caplog: pytest.LogCaptu
             assert server.registry.active == 1
 
 
+async def test_a_session_the_server_ended_while_idle_is_reopened_by_reset_only() -> None:
+    """Between episodes (e.g. a pool's sessions while the trainer runs SFT for longer than the server's idle
+    timeout) the next reset opens a new session; mid-episode the loss is still an error."""
+    async with serve_inloop(CounterEnvironment, idle_timeout_s=2.0) as server:
+        async with GenericEnvClient(server.url) as client:
+            await client.reset(target=5)
+            await client.step({"delta": 2})
+            await _until(lambda: client._ws is not None and client._ws.state.name != "OPEN")
+            fresh = await client.reset(target=5)
+            assert fresh.observation["value"] == 0 and client.reconnects == 1
+            assert (await client.step({"delta": 1})).observation["value"] == 1
+            await _until(lambda: client._ws is not None and client._ws.state.name != "OPEN")
+            with pytest.raises((ConnectionLost, ServerError)):
+                await client.step({"delta": 1})
+
+
+async def _until(condition: Any, deadline_s: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline_s
+    while not condition():
+        assert loop.time() < end, "condition not met before the deadline"
+        await asyncio.sleep(0.02)
+
+
 async def test_errors_carry_code_and_message_and_keep_the_session() -> None:
     async with serve_inloop(CounterEnvironment) as server:
         async with GenericEnvClient(server.url) as client:

@@ -9,8 +9,7 @@ import pytest
 
 from openenv_train.client import TypedEnvClient, TypedMCPClient
 from openenv_train.core import CallToolAction, CallToolObservation, ListToolsAction, ListToolsObservation, State
-from openenv_train.envs import list_envs
-from openenv_train.envs import browser, spiel, textarena_games
+from openenv_train.envs import browser, list_envs, spiel, textarena_games
 from openenv_train.envs.browser import BrowserAction, BrowserEnv
 from openenv_train.envs.calendar_tools import CalendarEnv
 from openenv_train.envs.chess import ChessAction, ChessEnv
@@ -18,6 +17,7 @@ from openenv_train.envs.coding import CodingAction, CodingEnv
 from openenv_train.envs.counter import CounterAction, CounterEnv, CounterObservation, CounterState
 from openenv_train.envs.echo import EchoEnv
 from openenv_train.envs.gridworlds import GridWorldAction, GridWorldEnv, MazeAction, MazeEnv, SnakeAction, SnakeEnv
+from openenv_train.envs.mock_apis import MockAPIEnv
 from openenv_train.envs.openspiel import (
     BlackjackEnv,
     CatchEnv,
@@ -28,7 +28,6 @@ from openenv_train.envs.openspiel import (
     TwentyFortyEightEnv,
 )
 from openenv_train.envs.reasoning_gym import ReasoningGymAction, ReasoningGymEnv
-from openenv_train.envs.mock_apis import MockAPIEnv
 from openenv_train.envs.repl import ReplAction, ReplEnv
 from openenv_train.envs.sql_tools import SQLQuestionObservation, SQLToolsEnv, SQLToolsState
 from openenv_train.envs.textarena_games import TextArenaAction
