@@ -1,9 +1,9 @@
 """Batched sampling from a causal LM, token by token, with exact ids and logprobs per row (no asyncio here).
 
 Rows of one batch may differ in prompt length (left padding) and in every sampling parameter. Each row owns a
-``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch.
-A step is a handful of tensor operations for the whole batch (:mod:`._sampling`); only rows with a constraint or
-stop strings do Python work per token.
+``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch
+(and the same as ``torch.multinomial`` with that generator, step by step: :mod:`._sampling`). A step is a handful
+of tensor operations for the whole batch; only rows with a constraint or stop strings do Python work per token.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token sampled (raw logits when the temperature is 0),
 before top-p/top-k filtering: what TRL recomputes in its loss (it divides the logits by the temperature and
@@ -182,8 +182,8 @@ class _Batch:
             if self.slows:
                 logits = _mask(logits, self.slows, done.tolist(), self.errors)
                 done |= self._failed(count)
-            tokens, chosen, top = self.sampler.choose(logits, step)
             active = ~done
+            tokens, chosen, top = self.sampler.choose(logits, step, active.tolist() if self.sampler.sampled else None)
             tokens = torch.where(active, tokens, self.pad_id)
             self.ids[:, step], self.logprobs[:, step] = tokens, chosen
             if top is not None:
