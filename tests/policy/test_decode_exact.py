@@ -1,5 +1,6 @@
 """The lean decode loop (static KV cache, batched sampling) gives the model's own tokens and logprobs: the same
-ids and logprobs as transformers' forward step by step on the same seeds, and a teacher-forced forward pass."""
+ids and logprobs as transformers' forward step by step on the same seeds, and a teacher-forced forward pass (for
+constrained rows, of the masked distribution the constraint leaves)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from openenv_train.policy import LocalBackend, LocalConfig, parse_chat_request
 
+WORDS = ["crane", "slate", "trace", "crate", "stare", "adieu", "audio", "raise", "arise", "tears", "later", "alert"]
 PROMPTS = ["hi", "Tell me about the chess board and the knight", "what is 2 + 3?", "yes", "Play a word game with me"]
 
 
@@ -24,11 +26,31 @@ async def _answers(tiny: tuple[Any, Any], fast: bool, params: dict[str, Any]) ->
     return results
 
 
-@pytest.mark.parametrize("params", [{"temperature": 0}, {"temperature": 0.8, "top_p": 0.9, "top_k": 40}])
+def _allowed(tokenizer: Any, params: dict[str, Any], completion: list[int]) -> list[Any]:
+    """The ids a constraint allowed at each step of ``completion`` (None: unconstrained)."""
+    if "guided_choice" not in params and "guided_regex" not in params:
+        return [None] * len(completion)
+    from openenv_train.policy import Constraint
+    from openenv_train.policy._guide import GuideCache
+
+    constraint = (Constraint(choices=tuple(params["guided_choice"])) if "guided_choice" in params
+                  else Constraint(regex=params["guided_regex"], field="guided_regex"))
+    guide = GuideCache(tokenizer, int(tokenizer.eos_token_id)).get(constraint)
+    state, allowed = guide.start(), []
+    for token in completion:
+        allowed.append(guide.allowed(state))
+        state = guide.advance(state, token)
+    return allowed
+
+
+@pytest.mark.parametrize("params", [{"temperature": 0}, {"temperature": 0.8, "top_p": 0.9, "top_k": 40},
+                                    {"temperature": 0, "guided_choice": WORDS},
+                                    {"temperature": 1.0, "guided_choice": WORDS},
+                                    {"temperature": 0.9, "top_k": 20, "guided_regex": "[a-e]{2,6}"}])
 async def test_fast_decode_matches_transformers_forward(tiny: tuple[Any, Any], params: dict[str, Any]) -> None:
     import torch
 
-    model, _ = tiny
+    model, tokenizer = tiny
     fast, plain = await _answers(tiny, True, params), await _answers(tiny, False, params)
     for a, b in zip(fast, plain, strict=True):
         assert a.choices[0].token_ids == b.choices[0].token_ids
@@ -38,6 +60,12 @@ async def test_fast_decode_matches_transformers_forward(tiny: tuple[Any, Any], p
         prompt, completion = result.prompt_token_ids, result.choices[0].token_ids
         with torch.inference_mode():
             logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1: -1].float()
+        logits = logits.clone()  # a normal tensor: the mask below writes to it
+        for step, ids in enumerate(_allowed(tokenizer, params, completion)):
+            if ids is not None:
+                keep = logits[step, ids]
+                logits[step] = -torch.inf
+                logits[step, ids] = keep
         expected = torch.log_softmax(logits / temperature, dim=-1).gather(-1, torch.tensor(completion)[:, None])[:, 0]
         assert result.choices[0].logprobs == pytest.approx(expected.tolist(), abs=1e-4)
         if params["temperature"] == 0:
