@@ -50,11 +50,12 @@ def _specs(words: list[str], prefix: str) -> list[Any]:
     return [EpisodeSpec(f"{prefix}-{i:04d}", {"task": w}, i, f"{prefix}-{i:04d}") for i, w in enumerate(words)]
 
 
-def _pool(server: Any, capture: Any, words: list[str], actors: int, sessions: int) -> tuple[float, int]:
+def _pool(server: Any, capture: Any, words: list[str], actors: int, sessions: int, timeout_s: float
+          ) -> tuple[float, int]:
     from openenv_train.pool import PoolConfig, RolloutPool
 
     config = PoolConfig(num_actors=actors, sessions_per_actor=sessions, max_turns=10, max_retries=0,
-                        run_id=f"scale-{actors}x{sessions}")
+                        episode_timeout_s=timeout_s, run_id=f"scale-{actors}x{sessions}")
     with RolloutPool("wordle", server.base_url, agent=_agent(), config=config, capture=capture).start() as pool:
         pool.run(_specs(words[: actors], "warm"))
         start = time.perf_counter()
@@ -65,10 +66,12 @@ def _pool(server: Any, capture: Any, words: list[str], actors: int, sessions: in
     return seconds, sum(len(r.trace.turns) for r in rows if r.trace)
 
 
-async def _asyncio(server: Any, capture: Any, words: list[str], concurrency: int) -> tuple[float, int]:
+async def _asyncio(server: Any, capture: Any, words: list[str], concurrency: int, timeout_s: float
+                   ) -> tuple[float, int]:
     from openenv_train.pool import PoolConfig, RolloutActor
 
-    config = PoolConfig(num_actors=1, sessions_per_actor=concurrency, max_turns=10, max_retries=0)
+    config = PoolConfig(num_actors=1, sessions_per_actor=concurrency, max_turns=10, max_retries=0,
+                        episode_timeout_s=timeout_s)
     actor = RolloutActor("wordle", server.base_url, _agent(), config)
     await actor.ready()
     gate = asyncio.Semaphore(concurrency)
@@ -100,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, nargs="+", default=[8, 16, 32, 64], help="sessions per actor")
     parser.add_argument("--waves", type=int, default=2, help="episodes per mode = waves x actors x sessions")
     parser.add_argument("--model", help="tiny model folder (built there if missing; default a temp folder)")
+    parser.add_argument("--episode-timeout", type=float, default=1800.0,
+                        help="seconds per episode (the pool's 300 s default is too short on a starved machine)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -118,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             for actors in args.actors:
                 words = [secrets[(i * 7) % len(secrets)] for i in range(args.waves * actors * sessions)]
                 load = os.getloadavg()[0]
-                base_s, base_turns = asyncio.run(_asyncio(server, capture, words, actors * sessions))
-                pool_s, pool_turns = _pool(server, capture, words, actors, sessions)
+                base_s, base_turns = asyncio.run(_asyncio(server, capture, words, actors * sessions,
+                                                             args.episode_timeout))
+                pool_s, pool_turns = _pool(server, capture, words, actors, sessions, args.episode_timeout)
                 row = {"actors": actors, "sessions_per_actor": sessions, "episodes": len(words),
                        "asyncio_eps": len(words) / base_s, "pool_eps": len(words) / pool_s,
                        "pool/asyncio": base_s / pool_s, "turns": [base_turns, pool_turns], "load1": load}
