@@ -52,13 +52,24 @@ def _tools() -> list[dict[str, Any]]:
         env = cls()
         first = env.reset(task="tiger")
         replies = [env.wordle_step(message=g) for g in GUESSES]
+        del env  # its session closes before the server stops
     finally:
         cls.shutdown()
     schema["function"].pop("return", None)
     return [schema], [str(first), *replies]  # type: ignore[return-value]
 
 
-def build_model(out: Path) -> tuple[Path, list[dict[str, Any]]]:
+def _progress(what: str) -> None:
+    """Setup and mode lines on stderr with wall and CPU seconds so far: on a starved machine (a process at nice 19
+    beside busy ones gets ~1% of a core) the setup alone takes many minutes, and this shows where it is."""
+    print(f"[{time.perf_counter() - _START:7.1f} s wall, {time.process_time():6.1f} s cpu] {what}", file=sys.stderr,
+          flush=True)
+
+
+_START = time.perf_counter()
+
+
+def build_model(out: Path, teach_steps: int = 150) -> tuple[Path, list[dict[str, Any]]]:
     """The tiny model, taught to call ``wordle_step`` on every turn (one real game as the lesson)."""
     from openenv_train.policy import build_tiny_model, teach_tiny_model
 
@@ -70,7 +81,7 @@ def build_model(out: Path) -> tuple[Path, list[dict[str, Any]]]:
         messages += [{"role": "assistant", "content": "", "tool_calls": [call]},
                      {"role": "tool", "name": "wordle_step", "content": reply}]
     messages.append({"role": "assistant", "content": "Game over."})  # the model stops calling: the episode ends
-    teach_tiny_model(path, [messages], tools=tools, steps=150, lr=3e-3)
+    teach_tiny_model(path, [messages], tools=tools, steps=teach_steps, lr=3e-3)
     return path, tools
 
 
@@ -167,10 +178,10 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
     cleanup: list[Callable[[], None]] = []
     kwargs: dict[str, Any] = {}
     if mode == "ours":
-        from openenv_train.harbor import CaptureStore
         from openenv_train.integrations.trl import field_reward, make_rollout_func
         from openenv_train.policy import PolicyServer, ScriptedBackend
         from openenv_train.pool import PoolConfig, RolloutPool
+        from openenv_train.trace import CaptureStore
 
         capture = CaptureStore()
         server = PolicyServer(ScriptedBackend(lambda m: "[crane]"), capture=capture, token="").run_in_thread()
@@ -234,14 +245,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-turn-tokens", type=int, default=48)
     parser.add_argument("--actors", type=int, default=2)
     parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--teach-steps", type=int, default=150, help="steps teaching the model the tool call")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="ray-"))
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        model_path, tools = build_model(Path(tmp))
+        _progress("setup: building and teaching the tiny model")
+        model_path, tools = build_model(Path(tmp), args.teach_steps)
+        _progress("setup: done")
         for games in args.games:
             for mode in args.modes:
+                _progress(f"{mode}, {games} games per step: {args.steps} steps after a warm-up")
                 result = {"mode": mode, **run_mode(mode, games, args.steps, model_path, tools, Path(tmp), args)}
                 results.append(result)
                 print(json.dumps(result), flush=True)

@@ -1,6 +1,9 @@
-"""Collect concurrent generation jobs for a few milliseconds and run them as one batch in a worker thread.
+"""Collect concurrent generation jobs and run them as one batch in a worker thread.
 
-A batch that raises is retried job by job, so a failure lands only on the jobs that cause it.
+The wait for company adapts to load: a job waits (at most ``window_s``) only while more jobs are on their way
+(the caller's ``expecting()`` count, e.g. requests still rendering their prompt) or while fewer rows are
+pending than the previous batch held; a job that is alone runs at once. A batch that raises is retried job by
+job, so a failure lands only on the jobs that cause it.
 """
 
 from __future__ import annotations
@@ -40,14 +43,19 @@ class Batcher(Generic[RowT, OutT]):
 
     Args:
         run_rows: Generates all rows of a batch, returning one output per row, in order.
-        window_s: How long the first job of a batch waits for company.
+        window_s: The longest a batch's first job waits for company.
         max_rows: Most rows per batch (a single larger job still runs, alone).
+        expecting: How many jobs are about to be submitted (None: always wait ``window_s`` for company); call
+            :meth:`notify` when that count drops without a submit.
     """
 
-    def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32) -> None:
+    def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
+                 expecting: Callable[[], int] | None = None) -> None:
         self.run_rows = run_rows
         self.window_s = window_s
         self.max_rows = max_rows
+        self.expecting = expecting
+        self._last_rows = 0
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[_Job[RowT, OutT]] = []
         self._wake: asyncio.Event | None = None
@@ -78,8 +86,7 @@ class Batcher(Generic[RowT, OutT]):
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
-                if sum(len(j.rows) for j in self._pending) < self.max_rows:
-                    await asyncio.sleep(self.window_s)
+                await self._gather()
                 batch: list[_Job[RowT, OutT]] = []
                 rows = 0
                 while self._pending and (not batch or rows + len(self._pending[0].rows) <= self.max_rows):
@@ -87,6 +94,7 @@ class Batcher(Generic[RowT, OutT]):
                     batch.append(job)
                     rows += len(job.rows)
                 batch = [j for j in batch if not j.future.done()]  # callers that went away
+                self._last_rows = rows
                 if batch:
                     assert self._executor is not None
                     results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
@@ -97,6 +105,28 @@ class Batcher(Generic[RowT, OutT]):
                             job.future.set_exception(result)
                         else:
                             job.future.set_result(result)
+
+    async def _gather(self) -> None:
+        """Wait for company: while jobs are on their way or fewer rows are pending than the last batch held."""
+        assert self._wake is not None
+        if self.expecting is None:
+            if sum(len(j.rows) for j in self._pending) < self.max_rows:
+                await asyncio.sleep(self.window_s)
+            return
+        deadline = time.perf_counter() + self.window_s
+        while True:
+            rows = sum(len(j.rows) for j in self._pending)
+            remaining = deadline - time.perf_counter()
+            if rows >= self.max_rows or remaining <= 0 or (self.expecting() <= 0 and rows >= self._last_rows):
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), remaining)
+
+    def notify(self) -> None:
+        """Tell a waiting batch that ``expecting()`` changed (a job that was on its way will not come)."""
+        if self._wake is not None:
+            self._wake.set()
 
     def _run_batch(self, jobs: list[_Job[RowT, OutT]]) -> list[tuple[list[OutT], BatchInfo] | BaseException]:
         """In the worker thread: the whole batch at once, or on failure each job alone."""

@@ -1,7 +1,10 @@
 """Batched sampling from a causal LM, token by token, with exact ids and logprobs per row (no asyncio here).
 
 Rows of one batch may differ in prompt length (left padding) and in every sampling parameter. Each row owns a
-``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch.
+``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch
+(and the same as ``torch.multinomial`` with that generator, step by step: :mod:`._sampling`). A step is a handful
+of tensor operations for the whole batch; rows with a constraint or stop strings do Python work per token, and
+sampled rows (temperature > 0) take their random draws from per-row buffers refilled every few steps.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token sampled (raw logits when the temperature is 0),
 before top-p/top-k filtering: what TRL recomputes in its loss (it divides the logits by the temperature and
@@ -21,7 +24,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._errors import BackendFailed, InvalidRequest
+from ._errors import BackendFailed, InvalidRequest, PolicyError
+from ._sampling import BatchSampler
 from ._types import FinishReason, SamplingParams
 
 if TYPE_CHECKING:
@@ -52,130 +56,54 @@ class RowOutput:
     top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
     finish_reason: FinishReason = "length"
     text: str = ""
-    error: BackendFailed | InvalidRequest | None = None
+    error: PolicyError | None = None
 
 
-class _State:
-    """Sampling state of one row while the batch runs."""
+class _Slow:
+    """Per-token Python state of a row with a guide or stop strings."""
 
-    def __init__(self, row: Row, device: torch.device, tokenizer: Any) -> None:
+    def __init__(self, row: Row) -> None:
         self.row = row
-        self.out = RowOutput()
-        self.done = False
-        self.by_token = False
-        self.tokenizer = tokenizer
-        import torch
-
-        self.generator = torch.Generator(device=device).manual_seed(row.seed)
         self.guide_state = row.guide.start() if row.guide is not None else None
-
-    def push(self, token: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
-        out, row = self.out, self.row
-        if row.guide is not None:
-            self.guide_state = row.guide.advance(self.guide_state, token)
-        out.token_ids.append(token)
-        out.logprobs.append(logprob)
-        if top is not None:
-            out.top_logprobs.append(top)
-        if token in row.stop_ids:
-            self.done, self.by_token, out.finish_reason = True, True, "stop"
-        elif row.params.stop and self._stop_string():
-            self.done, out.finish_reason = True, "stop"
-        elif len(out.token_ids) >= row.max_new:
-            self.done = True
-
-    def _stop_string(self) -> bool:
-        """End at a stop string: the text stops before it, and so do the ids (tokens that reach into it are
-        dropped with their logprobs), so the completion's ids are the text the caller sees."""
-        out, decode = self.out, self.tokenizer.decode
-        text = decode(out.token_ids, skip_special_tokens=True)
-        hits = [i for i in (text.find(s) for s in self.row.params.stop) if i >= 0]
-        if not hits:
-            return False
-        out.text = text[: min(hits)]
-        keep = len(out.token_ids)
-        while keep and len(decode(out.token_ids[:keep], skip_special_tokens=True)) > len(out.text):
-            keep -= 1
-        del out.token_ids[keep:], out.logprobs[keep:], out.top_logprobs[keep:]
-        return True
-
-    def finish(self) -> RowOutput:
-        out = self.out
-        if out.error is None and not (out.finish_reason == "stop" and not self.by_token):
-            ids = out.token_ids[:-1] if self.by_token else out.token_ids
-            out.text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return out
+        self.ids: list[int] = []
+        self.text: str | None = None  # the text, when a stop string ended the row
 
 
-def _sample(scores: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
-    """Draw one token from temperature-scaled log-probabilities after top-k and top-p filtering."""
-    import torch
+def _stop_string(tokenizer: Any, slow: _Slow) -> int | None:
+    """Where a stop string ends the row, as a number of ids to keep, or None. The text stops before the stop
+    string, and so do the ids (tokens that reach into it are dropped with their logprobs), so the completion's ids
+    are the text the caller sees."""
+    decode, ids = tokenizer.decode, slow.ids
+    text = decode(ids, skip_special_tokens=True)
+    hits = [i for i in (text.find(s) for s in slow.row.params.stop) if i >= 0]
+    if not hits:
+        return None
+    slow.text = text[: min(hits)]
+    keep = len(ids)
+    while keep and len(decode(ids[:keep], skip_special_tokens=True)) > len(slow.text):
+        keep -= 1
+    return keep
 
-    scores = scores.clone()
-    if 0 < params.top_k < scores.numel():
-        kth = torch.topk(scores, params.top_k).values[-1]
-        scores[scores < kth] = -torch.inf
-    if params.top_p < 1.0:
-        ordered, order = torch.sort(scores, descending=True)
-        probs = torch.softmax(ordered, dim=-1)
-        drop = (torch.cumsum(probs, dim=-1) - probs) >= params.top_p
-        drop[0] = False
-        scores[order[drop]] = -torch.inf
-    return int(torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).item())
 
-
-def _mask(logits: torch.Tensor, states: list[_State]) -> torch.Tensor:
+def _mask(logits: torch.Tensor, slows: dict[int, _Slow], done: list[bool], errors: dict[int, PolicyError]) -> torch.Tensor:
     """Set the logits a row's guide forbids to -inf (one index op for all guided rows); a guided row at a dead end
     (its regex cannot be continued with this tokenizer's tokens) fails."""
     import torch
 
-    guided = [i for i, s in enumerate(states) if s.row.guide is not None and not s.done]
+    guided = [i for i, s in slows.items() if s.row.guide is not None and not done[i]]
     if not guided:
         return logits
-    allowed = [states[i].row.guide.allowed(states[i].guide_state) for i in guided]
+    allowed = [slows[i].row.guide.allowed(slows[i].guide_state) for i in guided]
     for i, ids in zip(guided, allowed, strict=True):
         if not len(ids):
-            states[i].out.error = InvalidRequest("the constraint cannot be continued with this model's tokens after "
-                                                 f"{states[i].out.token_ids!r}", param="guided_regex")
-            states[i].done = True
-    rows = torch.repeat_interleave(torch.tensor(guided), torch.tensor([len(a) for a in allowed]))
+            errors[i] = InvalidRequest("the constraint cannot be continued with this model's tokens after "
+                                       f"{slows[i].ids!r}", param="guided_regex")
+    rows = torch.repeat_interleave(torch.tensor(guided), torch.tensor([len(a) for a in allowed])).to(logits.device)
     cols = torch.cat(allowed).to(logits.device)
-    rows = rows.to(logits.device)
     masked = logits.clone()
-    index = torch.tensor(guided, device=logits.device)
-    masked[index] = -torch.inf
+    masked[torch.tensor(guided, device=logits.device)] = -torch.inf
     masked[rows, cols] = logits[rows, cols]
     return masked
-
-
-def _step(logits: torch.Tensor, states: list[_State]) -> list[int]:
-    """Choose the next token of every unfinished row; finished rows get 0 (ignored)."""
-    import torch
-
-    finite = torch.isfinite(logits).all(dim=-1).tolist()
-    logits = _mask(logits, states)
-    temps = torch.tensor([s.row.params.temperature or 1.0 for s in states], device=logits.device)
-    logp = torch.log_softmax(logits / temps[:, None], dim=-1)
-    greedy = logits.argmax(dim=-1).tolist()
-    tokens = []
-    for i, state in enumerate(states):
-        if state.done:
-            tokens.append(0)
-            continue
-        if not finite[i]:
-            state.out.error = BackendFailed("the model produced non-finite logits for this request")
-            state.done = True
-            tokens.append(0)
-            continue
-        params = state.row.params
-        token = greedy[i] if params.temperature == 0 else _sample(logp[i], params, state.generator)
-        top = None
-        if params.top_logprobs:
-            values, ids = torch.topk(logp[i], params.top_logprobs)
-            top = [(t, v) for t, v in zip(ids.tolist(), values.tolist(), strict=True) if v != -torch.inf]
-        state.push(token, float(logp[i, token]), top)
-        tokens.append(token)
-    return tokens
 
 
 def _forward_names(model: Any) -> tuple[str, bool]:
@@ -188,8 +116,11 @@ def _forward_names(model: Any) -> tuple[str, bool]:
     return ("cache" if "cache" in names else "past_key_values"), "logits_to_keep" in names
 
 
-def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int) -> list[RowOutput]:
+def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, fast: bool = True) -> list[RowOutput]:
     """Sample every row to its end (a stop token, a stop string or ``max_new`` tokens) in one left-padded batch.
+
+    Args:
+        fast: Decode with :class:`~._fastpath.FastDecoder` where it supports the model (else transformers' forward).
 
     Raises:
         Exception: whatever the model raises; the caller decides whom it fails.
@@ -197,34 +128,138 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int) -
     import torch
 
     with torch.inference_mode():
-        return _generate(model, tokenizer, rows, pad_id)
+        return _Batch(model, tokenizer, rows, pad_id).run(fast=fast)
 
 
-def _generate(model: Any, tokenizer: Any, rows: list[Row], pad_id: int) -> list[RowOutput]:
-    import torch
-    from transformers import DynamicCache
+class _Batch:
+    """One batch's decode loop: prompts prefilled together, then one forward and one sampling step per token,
+    into preallocated id/logprob tensors and a preallocated attention mask."""
 
-    device = model.device
-    width = max(len(r.prompt) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row.prompt):] = torch.tensor(row.prompt)
-        mask[i, width - len(row.prompt):] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache_name, keeps = _forward_names(model)
-    cache = {cache_name: DynamicCache(config=model.config)}  # filled in place by every forward
-    first = {"logits_to_keep": 1} if keeps else {}
-    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **cache, **first)
-    states = [_State(r, device, tokenizer) for r in rows]
-    next_pos = positions[:, -1:] + 1
-    for _ in range(max(r.max_new for r in rows)):
-        tokens = _step(out.logits[:, -1, :].float(), states)
-        if all(s.done for s in states):
-            break
-        mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=-1)
-        out = model(input_ids=torch.tensor(tokens, device=device)[:, None], attention_mask=mask,
-                    position_ids=next_pos, use_cache=True, **cache)
-        next_pos = next_pos + 1
-    return [s.finish() for s in states]
+    def __init__(self, model: Any, tokenizer: Any, rows: list[Row], pad_id: int) -> None:
+        import torch
+
+        self.model, self.tokenizer, self.rows, self.pad_id = model, tokenizer, rows, pad_id
+        self.device = model.device
+        self.steps = max(r.max_new for r in rows)
+        self.width = max(len(r.prompt) for r in rows)
+        count = len(rows)
+        self.ids = torch.full((count, self.steps), pad_id, dtype=torch.long, device=self.device)
+        self.logprobs = torch.zeros((count, self.steps), dtype=torch.float32, device=self.device)
+        stops = [sorted(r.stop_ids) for r in rows]
+        most = max(len(s) for s in stops)
+        self.stop = torch.tensor([s + [-1] * (most - len(s)) for s in stops], device=self.device)
+        self.max_new = torch.tensor([r.max_new for r in rows], device=self.device)
+        self.sampler = BatchSampler([r.params for r in rows], [r.seed for r in rows], self.steps, self.device)
+        self.slows = {i: _Slow(r) for i, r in enumerate(rows) if r.guide is not None or r.params.stop}
+        self.errors: dict[int, PolicyError] = {}
+        self.tops: list[Any] = []
+
+    def run(self, *, fast: bool) -> list[RowOutput]:
+        import torch
+        from transformers import DynamicCache
+
+        from ._fastpath import FastDecoder
+
+        rows, width, count = self.rows, self.width, len(self.rows)
+        ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
+        lengths = torch.tensor([len(r.prompt) for r in rows], device=self.device)
+        mask = torch.zeros((count, width + self.steps), dtype=torch.long, device=self.device)
+        mask[:, :width] = torch.arange(width, device=self.device)[None, :] >= (width - lengths)[:, None]
+        positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)
+        cache_name, keeps = _forward_names(self.model)
+        cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
+        first = {"logits_to_keep": 1} if keeps else {}
+        out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
+                         **cache, **first)
+        decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
+        attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
+        logits_now = out.logits[:, -1, :]
+        done = torch.zeros(count, dtype=torch.bool, device=self.device)
+        by_token = torch.zeros_like(done)
+        produced = torch.zeros(count, dtype=torch.long, device=self.device)
+        next_pos = positions[:, -1:] + 1
+        for step in range(self.steps):
+            logits = self._checked(logits_now.float(), done)
+            if self.slows:
+                logits = _mask(logits, self.slows, done.tolist(), self.errors)
+                done |= self._failed(count)
+            active = ~done
+            tokens, chosen, top = self.sampler.choose(logits, step, active.tolist() if self.sampler.sampled else None)
+            tokens = torch.where(active, tokens, self.pad_id)
+            self.ids[:, step], self.logprobs[:, step] = tokens, chosen
+            if top is not None:
+                self.tops.append(top)
+            produced += active
+            hit = (tokens[:, None] == self.stop).any(dim=-1) & active
+            by_token |= hit
+            done |= hit | (produced >= self.max_new)
+            if self.slows:
+                self._advance(tokens.tolist(), active.tolist(), hit.tolist(), produced, done)
+            if bool(done.all()):
+                break
+            mask[:, width + step] = 1
+            if decoder is not None:
+                attend[:, :, :, width + step] = True
+                logits_now = decoder.step(tokens, next_pos, width + step, attend[:, :, :, : width + step + 1])
+            else:
+                logits_now = self.model(input_ids=tokens[:, None], attention_mask=mask[:, : width + step + 1],
+                                        position_ids=next_pos, use_cache=True, **cache).logits[:, -1, :]
+            next_pos = next_pos + 1
+        return self._outputs(produced.tolist(), by_token.tolist())
+
+    def _checked(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        bad = ~torch.isfinite(logits).all(dim=-1) & ~done
+        if bool(bad.any()):
+            for i in bad.nonzero()[:, 0].tolist():
+                self.errors[i] = BackendFailed("the model produced non-finite logits for this request")
+            done |= bad
+            logits = torch.where(bad[:, None], 0.0, logits)  # sampled and discarded: keeps the step finite
+        return logits
+
+    def _failed(self, count: int) -> torch.Tensor:
+        import torch
+
+        failed = torch.zeros(count, dtype=torch.bool, device=self.device)
+        failed[list(self.errors)] = True
+        return failed
+
+    def _advance(self, tokens: list[int], active: list[bool], hit: list[bool], produced: torch.Tensor,
+                 done: torch.Tensor) -> None:
+        """Python per token, for the rows that need it: move guides, look for stop strings."""
+        for i, slow in self.slows.items():
+            if not active[i]:
+                continue
+            slow.ids.append(tokens[i])
+            if slow.row.guide is not None:
+                slow.guide_state = slow.row.guide.advance(slow.guide_state, tokens[i])
+            if slow.row.params.stop and not hit[i]:
+                keep = _stop_string(self.tokenizer, slow)
+                if keep is not None:
+                    produced[i], done[i] = keep, True
+                    del slow.ids[keep:]
+
+    def _outputs(self, produced: list[int], by_token: list[bool]) -> list[RowOutput]:
+        ids, logprobs = self.ids.tolist(), self.logprobs.tolist()
+        outputs = []
+        for i in range(len(self.rows)):
+            n = produced[i]
+            out = RowOutput(ids[i][:n], logprobs[i][:n], self._top(i, n), error=self.errors.get(i))
+            slow = self.slows.get(i)
+            if by_token[i] or (slow is not None and slow.text is not None):
+                out.finish_reason = "stop"
+            outputs.append(out)
+        texts = self.tokenizer.batch_decode([o.token_ids[:-1] if by_token[i] else o.token_ids
+                                             for i, o in enumerate(outputs)], skip_special_tokens=True)
+        for i, out in enumerate(outputs):
+            slow = self.slows.get(i)
+            out.text = slow.text if slow is not None and slow.text is not None else texts[i]
+        return outputs
+
+    def _top(self, row: int, steps: int) -> list[list[tuple[int, float]]]:
+        k = self.rows[row].params.top_logprobs
+        if not k:
+            return []
+        return [[(t, v) for t, v in zip(top.ids[row, :k].tolist(), top.values[row, :k].tolist(), strict=True)
+                 if v != float("-inf")] for top in self.tops[:steps]]

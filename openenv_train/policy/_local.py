@@ -32,13 +32,17 @@ class LocalConfig:
     """Options of a :class:`LocalBackend`."""
 
     batch_window_s: float = 0.005
-    """How long a request waits for others to share its batch."""
+    """The longest a request waits for others to share its batch (only while other requests are arriving or the
+    previous batch was larger; a request alone runs at once)."""
     max_batch_rows: int = 128
     """Most completions generated together (a small model answers a whole 100-game evaluation turn at once)."""
     default_max_tokens: int = 1024
     """Completion limit when a request sets none (always capped by the context left)."""
     context: int | None = None
     """Context length in tokens; None reads ``max_position_embeddings`` from the model config."""
+    fast_decode: bool = True
+    """Decode Qwen2/Llama models with a static KV cache and a lean step over the model's modules (same logits up
+    to float rounding); False always uses transformers' forward. Other architectures always use the latter."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0:
@@ -81,8 +85,10 @@ class LocalBackend:
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
         self._guides: Any = None  # GuideCache, built on the first constrained request
+        self._arriving = 0  # requests rendering their prompt: the batcher waits for them (and only them)
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
-                                                   max_rows=self.config.max_batch_rows)
+                                                   max_rows=self.config.max_batch_rows,
+                                                   expecting=lambda: self._arriving)
 
     @property
     def model_id(self) -> str:
@@ -92,7 +98,7 @@ class LocalBackend:
     def _generate(self, rows: list[Any]) -> list[Any]:
         from ._generation import generate_rows
 
-        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id)
+        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode)
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Render, queue, generate, and parse tool calls.
@@ -105,10 +111,15 @@ class LocalBackend:
 
         start = time.perf_counter()
         _check_supported(request)
-        prompt, continued = await asyncio.to_thread(self._render_locked, request)
-        guide = await asyncio.to_thread(self._guide_locked, request) if request.constraint is not None else None
-        if len(prompt) >= self.context:
-            raise ContextLengthExceeded(len(prompt), self.context)
+        self._arriving += 1
+        try:
+            prompt, continued = await asyncio.to_thread(self._render_locked, request)
+            guide = await asyncio.to_thread(self._guide_locked, request) if request.constraint is not None else None
+            if len(prompt) >= self.context:
+                raise ContextLengthExceeded(len(prompt), self.context)
+        finally:
+            self._arriving -= 1
+            self._batcher.notify()
         params = request.sampling
         max_new = min(params.max_tokens or self.config.default_max_tokens, self.context - len(prompt))
         seed = params.seed if params.seed is not None else secrets.randbits(63)

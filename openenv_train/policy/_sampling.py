@@ -1,0 +1,141 @@
+"""One decoding step for a whole batch at once: temperature, top-k, top-p and per-row seeds as tensors.
+
+A seeded row samples exactly the tokens that ``torch.multinomial(softmax(filtered), 1, generator=g)`` would draw
+with its own ``torch.Generator`` ``g`` (seeded from its request, on the model's device), one draw per step: the
+seed -> token mapping of the per-row loop this replaces, bit for bit, so a seeded request samples the same tokens
+whatever else shares its batch and whichever version of the loop runs it. For one sample ``torch.multinomial``
+is an exponential race: ``argmax(p / q)`` with ``q = empty_like(p).exponential_(1, generator=g)``; this module
+computes the same ``p`` and ``q`` and takes the same argmax for all sampled rows with one tensor expression.
+
+The ``q`` draws are the only per-row work: on CPU a row's draws for several steps come from one
+``exponential_`` call (its values equal those of one call per step: the CPU kernel draws element by element from
+the generator, which ``tests/policy/test_sampling.py`` checks), so a step makes no per-row call most of the time;
+on other devices, one call per row and step, as before.
+
+Logprobs are ``log_softmax(logits / temperature)`` of the token chosen (raw logits at temperature 0), before
+top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._types import SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["BatchSampler"]
+
+#: Most exponential draws kept ahead per row on CPU (floats), and the first chunk's length in steps (it doubles).
+_DRAW_BUDGET = 1 << 16
+_FIRST_CHUNK = 8
+
+
+@dataclass
+class _Top:
+    """Top logprobs of one step for the rows that asked: ids and values, ``[rows, k]``."""
+
+    ids: torch.Tensor
+    values: torch.Tensor
+
+
+class _Draws:
+    """One sampled row's generator and its exponential draws, one ``[vocab]`` vector per step from step 0."""
+
+    def __init__(self, seed: int, device: torch.device, steps: int) -> None:
+        import torch
+
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.device, self.steps = device, steps
+        self.buffer: torch.Tensor | None = None
+        self.start = 0  # the step of buffer[0]
+        self.chunk = _FIRST_CHUNK
+
+    def at(self, step: int, size: int) -> torch.Tensor:
+        """The draw of ``step`` (a row draws at every step from 0 until it ends, so draws are consumed in order)."""
+        import torch
+
+        buffer = self.buffer
+        if buffer is None or step - self.start >= buffer.shape[0]:
+            if self.device.type == "cpu":
+                count = max(1, min(self.chunk, _DRAW_BUDGET // size, self.steps - step))
+                self.chunk *= 2  # a row that is still going after a chunk probably goes on
+            else:
+                count = 1  # elsewhere one call of n draws need not equal n calls of one: keep the old calls
+            buffer = self.buffer = torch.empty((count, size), dtype=torch.float32,
+                                               device=self.device).exponential_(1, generator=self.generator)
+            self.start = step
+        return buffer[step - self.start]
+
+
+class BatchSampler:
+    """The sampling parameters of a batch's rows, as tensors, and their generators."""
+
+    def __init__(self, params: list[SamplingParams], seeds: list[int], steps: int, device: torch.device) -> None:
+        import torch
+
+        self.greedy = torch.tensor([p.temperature == 0 for p in params], device=device)
+        self.sampled = [i for i, p in enumerate(params) if p.temperature != 0]
+        self.temps = torch.tensor([p.temperature or 1.0 for p in params], device=device)[:, None]
+        self.device = device
+        top_k = [p.top_k for p in params]
+        top_p = [p.top_p for p in params]
+        self.top_k = top_k
+        # the old loop compared with a Python float, which torch casts to the tensor's dtype: float32
+        self.top_p = torch.tensor(top_p, device=device, dtype=torch.float32)[:, None]
+        self.nucleus = torch.tensor([p < 1.0 for p in top_p], device=device)[:, None]
+        self.any_nucleus = any(p < 1.0 for p in top_p)
+        self.want_top = max(p.top_logprobs for p in params)
+        self.draws = {i: _Draws(seeds[i], device, steps) for i in self.sampled}
+
+    def choose(self, logits: torch.Tensor, step: int, active: list[bool] | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, _Top | None]:
+        """The next token of every row, its logprob, and the top logprobs when any row asked for them.
+
+        Args:
+            logits: ``[rows, vocab]`` float32, a constraint's mask applied.
+            step: The step's index (from 0).
+            active: Which rows still sample (None: all); a finished row draws nothing, as before.
+        """
+        import torch
+
+        logp = torch.log_softmax(logits / self.temps, dim=-1)
+        tokens = logits.argmax(dim=-1)
+        rows = [i for i in self.sampled if active is None or active[i]]
+        if rows:
+            index = torch.tensor(rows, device=logits.device)
+            probs = torch.softmax(self._filtered(logp[index], rows, index), dim=-1)
+            size = probs.shape[-1]
+            race = torch.stack([self.draws[i].at(step, size) for i in rows])
+            tokens[index] = (probs / race).argmax(dim=-1)
+        chosen = logp.gather(1, tokens[:, None])[:, 0]
+        top = None
+        if self.want_top:
+            values, ids = torch.topk(logp, min(self.want_top, logp.shape[-1]), dim=-1)
+            top = _Top(ids, values)
+        return tokens, chosen, top
+
+    def _filtered(self, scores: torch.Tensor, rows: list[int], index: torch.Tensor) -> torch.Tensor:
+        """Top-k then top-p, as the old per-row loop did them (the same comparisons, in float32)."""
+        import torch
+
+        size = scores.shape[-1]
+        ks = [self.top_k[i] if 0 < self.top_k[i] < size else 0 for i in rows]
+        nucleus = self.any_nucleus and bool(self.nucleus[index].any())
+        if not any(ks) and not nucleus:
+            return scores
+        if any(ks):
+            ordered = torch.sort(scores, dim=-1, descending=True).values
+            kth = ordered.gather(1, torch.tensor([max(k, 1) - 1 for k in ks], device=scores.device)[:, None])
+            kth = torch.where(torch.tensor(ks, device=scores.device)[:, None] > 0, kth, -torch.inf)
+            scores = scores.masked_fill(scores < kth, -torch.inf)
+        if nucleus:
+            ordered, order = torch.sort(scores, dim=-1, descending=True)
+            probs = torch.softmax(ordered, dim=-1)
+            drop = (torch.cumsum(probs, dim=-1) - probs) >= self.top_p[index]
+            drop[:, 0] = False
+            drop &= self.nucleus[index]
+            scores = scores.scatter(1, order, ordered.masked_fill(drop, -torch.inf))
+        return scores

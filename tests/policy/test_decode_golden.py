@@ -1,0 +1,82 @@
+"""The batched decode loop (static KV cache or transformers' forward) gives the completions of the per-row loop it
+replaced: the same rows (greedy, seeded samples, top-k/top-p, guided_choice, guided_regex, stop strings, mixed in
+one left-padded batch) give the same token ids, and logprobs equal to float rounding.
+
+``data/decoded_rows.json`` was written by :func:`decode` running the loop before the change (commit 041c9ba's
+``policy/_generation.py``, ``git archive 041c9ba`` on ``PYTHONPATH``). Regenerate it only for a deliberate change of
+what is sampled::
+
+    python -m tests.policy.test_decode_golden
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openenv_train.policy import Constraint, SamplingParams
+
+GOLDEN = Path(__file__).parent / "data" / "decoded_rows.json"
+WORDS = ["crane", "slate", "trace", "crate", "stare", "adieu", "audio", "raise", "arise", "tears", "later", "alert"]
+
+
+def _rows(model: Any, tokenizer: Any) -> list[Any]:
+    from openenv_train.policy._generation import Row
+    from openenv_train.policy._guide import GuideCache
+
+    guides = GuideCache(tokenizer, int(tokenizer.eos_token_id))
+    choice = guides.get(Constraint(choices=tuple(WORDS)))
+    fewer = guides.get(Constraint(choices=tuple(WORDS[2:])))  # a cached list less two words (ExcludingGuide)
+    regex = guides.get(Constraint(regex=r"[a-e]{2,6}"))
+    prompts = ["hi", "Guess the word. Board: C G Y X X", "what is 2 + 3?",
+               "Tell me about the chess board and the knight on it", "yes"]
+    eos = frozenset({int(tokenizer.eos_token_id)})
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({"temperature": 0.0}, None), ({"temperature": 0.0}, choice), ({"temperature": 0.0}, regex),
+        ({"temperature": 0.0}, fewer), ({"temperature": 1.0}, None), ({"temperature": 1.0}, choice),
+        ({"temperature": 1.0}, fewer), ({"temperature": 0.8, "top_p": 0.9, "top_k": 40}, None),
+        ({"temperature": 1.2, "top_k": 5}, regex), ({"temperature": 1.0, "stop": ["e"]}, None),
+        ({"temperature": 0.0, "stop": ["a"]}, None), ({"temperature": 0.7, "top_p": 0.5}, choice),
+    ]
+    rows = []
+    for i, (params, guide) in enumerate(cases):
+        messages = [{"role": "user", "content": prompts[i % len(prompts)]}]
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+        rows.append(Row(list(prompt), SamplingParams(**params), 10 + i % 3, 1000 + i, eos, guide))
+    return rows
+
+
+def decode(model: Any, tokenizer: Any, **options: Any) -> list[dict[str, Any]]:
+    """Every row of :func:`_rows` in one batch: ids, logprobs, text and finish reason."""
+    from openenv_train.policy._generation import generate_rows
+
+    outputs = generate_rows(model, tokenizer, _rows(model, tokenizer), pad_id=int(tokenizer.pad_token_id), **options)
+    return [{"token_ids": o.token_ids, "logprobs": o.logprobs, "text": o.text, "finish_reason": o.finish_reason,
+             "error": None if o.error is None else str(o.error)} for o in outputs]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], fast: bool) -> None:
+    golden = json.loads(GOLDEN.read_text())
+    now = decode(*tiny, fast=fast)
+    assert len(now) == len(golden)
+    assert any(o["finish_reason"] == "stop" for o in golden) and all(o["error"] is None for o in golden)
+    for i, (new, old) in enumerate(zip(now, golden, strict=True)):
+        for key in ("token_ids", "text", "finish_reason", "error"):
+            assert new[key] == old[key], f"row {i}: {key} differs"
+        # the same model, batch and draws; a rewritten decode step may differ in the last bits of a float, no more
+        assert new["logprobs"] == pytest.approx(old["logprobs"], abs=1e-5, rel=0), f"row {i}: logprobs differ"
+
+
+if __name__ == "__main__":
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from openenv_train.policy import build_tiny_model
+
+    path = build_tiny_model(Path("/tmp") / "decode-golden-tiny", seed=0)  # the `tiny` fixture's model
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    GOLDEN.write_text(json.dumps(decode(model, tokenizer), indent=1) + "\n")
+    print(f"wrote {GOLDEN}")
