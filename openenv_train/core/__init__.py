@@ -39,7 +39,7 @@ from ._errors import (
     ServerStartError,
     SessionFailed,
 )
-from ._loop import LoopThread, run_on_loop
+from ._loop import EventLoopThread, LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
@@ -75,6 +75,7 @@ __all__ = [
     "EnvLoadError",
     "EnvMetadata",
     "ErrorCode",
+    "EventLoopThread",
     "FactoryError",
     "JsonRpcCode",
     "JsonRpcError",
