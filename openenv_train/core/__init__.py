@@ -55,6 +55,7 @@ from ._mcp import (
     jsonrpc_result,
     parse_jsonrpc_request,
 )
+from ._options import ConfigOption, config_argv, config_options, option
 from ._suggest import did_you_mean
 from ._types import Action, EnvMetadata, Observation, State, StepResult, observation_to_wire
 
@@ -70,6 +71,7 @@ __all__ = [
     "CapacityError",
     "ClientError",
     "ClientMessage",
+    "ConfigOption",
     "ConnectTimeout",
     "ConnectionLost",
     "EnvLoadError",
@@ -96,6 +98,8 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "bearer_of",
+    "config_argv",
+    "config_options",
     "decode_client_message",
     "decode_server_message",
     "did_you_mean",
@@ -108,6 +112,7 @@ __all__ = [
     "jsonrpc_result",
     "loads",
     "observation_to_wire",
+    "option",
     "parse_jsonrpc_request",
     "resolve_token",
     "run_on_loop",

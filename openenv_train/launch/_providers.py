@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import Endpoint, Provider, wait_healthy
-from ..core import EventLoopThread, ServerStartError
+from ..core import EventLoopThread, ServerStartError, config_argv
 
 __all__ = [
     "InProcessProvider",
@@ -144,16 +144,16 @@ class LocalProcessProvider(Provider):
 
     def command(self, workdir: Path) -> list[str]:
         """The server's command line."""
-        cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, "--host", self.host, "--port",
-               str(self.port), "--ready-file", str(workdir / "ready")]
+        from ..server import ServerConfig  # its fields are serve's options
+
+        server = config_argv(ServerConfig, {
+            "host": self.host, "port": self.port, "uds": str(workdir / "env.sock") if self.transport == "unix" else None,
+            "max_sessions": self.max_sessions, "token_file": str(workdir / "token") if self._token else None,
+        })
+        cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, *server, "--ready-file",
+               str(workdir / "ready")]
         if not self.sandbox:  # inside a sandbox host pids mean nothing; it dies with its parent instead
             cmd += ["--parent-pid", str(os.getpid())]
-        if self.transport == "unix":
-            cmd += ["--uds", str(workdir / "env.sock")]
-        if self.max_sessions is not None:
-            cmd += ["--max-sessions", str(self.max_sessions)]
-        if self._token:
-            cmd += ["--token-file", str(workdir / "token")]
         cmd += self.extra_args
         if self.sandbox:
             from ..sandbox import SandboxConfig, sandboxed_command  # the sandbox sits above the client
