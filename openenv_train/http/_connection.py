@@ -65,6 +65,9 @@ class HttpLimits:
 class HttpConnection(asyncio.Protocol):
     """An h11 server connection; subclasses implement :meth:`on_request` (and may refine the hooks)."""
 
+    # slots: an idle connection is kept per session, so it should cost a few hundred bytes, not a dict
+    __slots__ = ("tasks", "error_response", "transport", "http", "request", "body", "head", "busy", "timer", "idle")
+
     def __init__(self, tasks: TaskSet, error_response: Callable[[int, str], HttpResponse]) -> None:
         self.tasks = tasks
         self.error_response = error_response

@@ -27,6 +27,8 @@ Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
 class _Connection(HttpConnection):
     """One client connection: each complete request goes to the server's handler."""
 
+    __slots__ = ("server",)
+
     def __init__(self, server: HttpServer) -> None:
         super().__init__(server.tasks, server.error_response)
         self.server = server

@@ -81,6 +81,8 @@ async def _later(answer: Awaitable[tuple[int, Any]]) -> HttpResponse:
 class Connection(HttpConnection):
     """One client connection: HTTP requests until it upgrades to a WebSocket session."""
 
+    __slots__ = ("server", "phase", "ws", "rules", "session", "backlog", "denied", "_limits")
+
     def __init__(self, server: EnvServer) -> None:
         super().__init__(server.tasks, _error_response)
         self.server = server
