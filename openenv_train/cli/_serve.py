@@ -2,49 +2,64 @@
 
 from __future__ import annotations
 
+import inspect
 import os
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
-from ..core import EnvLoadError
+from ..core import ConfigOption, EnvLoadError, config_argv, config_options
 from ._app import app, err, fail
 
 
+def _config_parameters() -> list[inspect.Parameter]:
+    """``serve``'s server options, one per command-line field of :class:`~openenv_train.server.ServerConfig`."""
+    from ..server import ServerConfig
+
+    def flag(o: ConfigOption) -> str:
+        return f"{o.flag}/--no-{o.flag[2:]}" if o.type is bool else o.flag
+
+    return [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=Annotated[
+        o.type, typer.Option(flag(o), help=o.help, hidden=o.hidden, envvar=o.envvar)])
+        for o in config_options(ServerConfig)]
+
+
+def _with_config_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` (which takes ``**config``) the options of ServerConfig's fields, as typer reads them."""
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    params = [*params[:2], *_config_parameters(), *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[2:])]
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return command
+
+
 @app.command()
+@_with_config_options
 def serve(
     ctx: typer.Context,
     env: Annotated[str | None, typer.Argument(help="Catalog name (see 'openenv-train catalog'), package.module:ClassName, "
                                                    "or an env folder with openenv.yaml (default: the working "
                                                    "directory's).")] = None,
-    host: Annotated[str, typer.Option(help="Interface to bind; loopback unless you mean to expose it.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8000,
-    max_sessions: Annotated[int, typer.Option(help="Most concurrent sessions.", envvar="MAX_CONCURRENT_ENVS")] = 1024,
-    idle_timeout: Annotated[float, typer.Option(help="Close sessions idle this many seconds; 0 never does.")] = 600.0,
-    max_message_size: Annotated[int, typer.Option(help="Largest WebSocket message in bytes.")] = 16 * 2**20,
-    uds: Annotated[str | None, typer.Option(help="Listen on this Unix socket path instead of TCP.")] = None,
-    token_file: Annotated[str | None, typer.Option(
-        help="Require 'Authorization: Bearer <token>' (all routes but /health) with the token in this file; "
-             "without it, $OPENENV_TRAIN_TOKEN is used when set.")] = None,
-    max_messages_per_s: Annotated[float | None, typer.Option(
-        help="Per-session cap on WebSocket messages per second (token bucket); off by default.")] = None,
-    message_burst: Annotated[int | None, typer.Option(
-        help="Messages a session may send at once under --max-messages-per-s (default: the rate).")] = None,
     ready_file: Annotated[str | None, typer.Option(hidden=True, help="Write the server URL here once listening.")] = None,
     parent_pid: Annotated[int | None, typer.Option(hidden=True, help="Exit when this process is gone.")] = None,
     sandbox: Annotated[bool, typer.Option(help="Run the server in the OS sandbox (no network): reach it via --uds.")] = False,
-    web: Annotated[bool, typer.Option(help="Also serve a playground page at /web (action form, reset/step, history).")] = False,
     reload: Annotated[bool, typer.Option(help="Restart the server when a .py file of the env's package (the working "
                                               "directory's, for a top-level module) changes; for development.")] = False,
     workers: Annotated[int, typer.Option(help="Server processes behind the one TCP port (SO_REUSEPORT), one per core "
                                               "you give it; a session is one connection, so it stays in one worker. "
                                               "A worker that dies is restarted.")] = 1,
-    reuse_port: Annotated[bool, typer.Option(hidden=True, help="Bind with SO_REUSEPORT (a --workers worker).")] = False,
+    **config: Any,
 ) -> None:
-    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp."""
+    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp.
+
+    The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields.
+    """
     from ..envs import load_env_class
     from ..server import ServerConfig, run_server
 
+    values = {o.name: o.from_cli(config[o.name]) for o in config_options(ServerConfig)}
+    uds, token_file = values["uds"], values["token_file"]
     if env is None:
         if not os.path.isfile("openenv.yaml"):
             raise fail("give an env to serve (a catalog name, module:Class or env folder), or run 'serve' inside an "
@@ -63,25 +78,20 @@ def serve(
         from ..server import serve_workers
 
         argv = _child_argv(ctx, skip=frozenset({"workers", "host", "port", "ready_file", "parent_pid", "reuse_port"}))
-        raise typer.Exit(serve_workers(argv, workers=workers, host=host, port=port, ready_file=ready_file,
-                                       parent_pid=parent_pid))
+        raise typer.Exit(serve_workers(argv, workers=workers, host=values["host"], port=values["port"],
+                                       ready_file=ready_file, parent_pid=parent_pid))
     if reload:
         raise typer.Exit(_serve_with_reload(_watch_root(env, env_cls), _child_argv(ctx)))
     if sandbox:
-        options = ["--max-sessions", str(max_sessions), "--idle-timeout", str(idle_timeout),
-                   "--max-message-size", str(max_message_size)]
-        options += ["--token-file", os.path.abspath(token_file)] if token_file else []
-        options += ["--max-messages-per-s", str(max_messages_per_s)] if max_messages_per_s else []
-        options += ["--message-burst", str(message_burst)] if message_burst else []
-        raise typer.Exit(_serve_sandboxed(env, uds, ready_file, options))
+        inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size",
+                                                 "max_messages_per_s", "message_burst")}
+        inner["token_file"] = os.path.abspath(token_file) if token_file else None
+        raise typer.Exit(_serve_sandboxed(env, uds, ready_file, config_argv(ServerConfig, inner)))
     try:
-        config = ServerConfig(host=host, port=port, uds=uds, max_sessions=max_sessions,
-                              idle_timeout_s=idle_timeout or None, max_message_size=max_message_size, web=web,
-                              token_file=token_file, max_messages_per_s=max_messages_per_s, message_burst=message_burst,
-                              reuse_port=reuse_port)
+        config_obj = ServerConfig(**values)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
-    run_server(env_cls, config, parent_pid=parent_pid, ready_file=ready_file)
+    run_server(env_cls, config_obj, parent_pid=parent_pid, ready_file=ready_file)
 
 
 def _serve_sandboxed(env: str, uds: str | None, ready_file: str | None, options: list[str]) -> int:

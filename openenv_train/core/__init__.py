@@ -39,7 +39,7 @@ from ._errors import (
     ServerStartError,
     SessionFailed,
 )
-from ._loop import LoopThread, run_on_loop
+from ._loop import EventLoopThread, LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
@@ -55,6 +55,7 @@ from ._mcp import (
     jsonrpc_result,
     parse_jsonrpc_request,
 )
+from ._options import ConfigOption, config_argv, config_options, option
 from ._suggest import did_you_mean
 from ._types import Action, EnvMetadata, Observation, State, StepResult, observation_to_wire
 
@@ -70,11 +71,13 @@ __all__ = [
     "CapacityError",
     "ClientError",
     "ClientMessage",
+    "ConfigOption",
     "ConnectTimeout",
     "ConnectionLost",
     "EnvLoadError",
     "EnvMetadata",
     "ErrorCode",
+    "EventLoopThread",
     "FactoryError",
     "JsonRpcCode",
     "JsonRpcError",
@@ -95,6 +98,8 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "bearer_of",
+    "config_argv",
+    "config_options",
     "decode_client_message",
     "decode_server_message",
     "did_you_mean",
@@ -107,6 +112,7 @@ __all__ = [
     "jsonrpc_result",
     "loads",
     "observation_to_wire",
+    "option",
     "parse_jsonrpc_request",
     "resolve_token",
     "run_on_loop",

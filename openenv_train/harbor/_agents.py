@@ -10,17 +10,14 @@ capture session its model calls belong to.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..policy import v1_url
+from ..policy import ChatClient, ChatTransportError, v1_url
 from ..trace import CaptureStore, EnvStep, build_turn
 from ._task_env import ExecResult, TaskEnvironment, resolve_env
 from ._task_errors import AgentTimeoutError, ModelCallError, TaskFormatError
@@ -191,27 +188,12 @@ class OracleAgent:
         await ctx.bash(f"bash {shlex.quote(ctx.env.path('/solution/solve.sh'))}", env=env)
 
 
-def _chat_url(base_url: str) -> str:
+def _chat_base(base_url: str) -> str:
+    """The OpenAI base URL of ``base_url``: given with or without ``/v1``, or as the full completions URL."""
     base = base_url.rstrip("/")
     if base.endswith("/chat/completions"):
-        return base
-    return f"{v1_url(base)}/chat/completions"
-
-
-def _post_json(url: str, body: dict[str, Any], *, api_key: str | None, timeout_s: float) -> tuple[int, Any]:
-    data = json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 (the user's endpoint)
-            raw = response.read(64 * 2**20)
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raw, status = exc.read(64 * 1024), exc.code
-    try:
-        return status, json.loads(raw)
-    except ValueError:
-        return status, raw.decode(errors="replace")
+        return base[:-len("/chat/completions")]
+    return v1_url(base)
 
 
 @dataclass
@@ -254,18 +236,20 @@ class ModelAgent:
 
     async def run(self, ctx: AgentContext) -> None:
         """The agent loop (see the class docstring); with the task's MCP servers connected, if it has any."""
-        if not ctx.task.config.environment.mcp_servers:
-            await self._loop(ctx, None)
-            return
-        from ._mcp import McpToolset
+        async with ChatClient(_chat_base(self.base_url), timeout_s=self.request_timeout_s) as chat:
+            if not ctx.task.config.environment.mcp_servers:
+                await self._loop(ctx, chat, None)
+                return
+            from ._mcp import McpToolset
 
-        remaining = ctx.remaining()
-        if remaining <= 0:
-            raise ctx.timeout_error()
-        async with McpToolset(ctx.task, ctx.env, connect_timeout_s=min(self.mcp_connect_timeout_s, remaining)) as mcp:
-            await self._loop(ctx, mcp)
+            remaining = ctx.remaining()
+            if remaining <= 0:
+                raise ctx.timeout_error()
+            async with McpToolset(ctx.task, ctx.env,
+                                  connect_timeout_s=min(self.mcp_connect_timeout_s, remaining)) as mcp:
+                await self._loop(ctx, chat, mcp)
 
-    async def _loop(self, ctx: AgentContext, mcp: McpToolset | None) -> None:
+    async def _loop(self, ctx: AgentContext, chat: ChatClient, mcp: McpToolset | None) -> None:
         tools = [BASH_TOOL, *(mcp.schemas if mcp is not None else [])]
         system = SYSTEM_PROMPT.format(workdir=ctx.env.workdir)
         if mcp is not None and mcp.tools:
@@ -275,7 +259,7 @@ class ModelAgent:
             {"role": "user", "content": ctx.task.instruction},
         ]
         for _ in range(self.max_turns):
-            message = await self._complete(ctx, messages, tools)
+            message = await self._complete(ctx, chat, messages, tools)
             calls = message.get("tool_calls") or []
             assistant: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
             if calls:
@@ -288,25 +272,25 @@ class ModelAgent:
                 messages.append({"role": "tool", "tool_call_id": str(call.get("id") or ""), "content": content})
         ctx.truncated = True
 
-    async def _complete(self, ctx: AgentContext, messages: list[dict[str, Any]],
+    async def _complete(self, ctx: AgentContext, chat: ChatClient, messages: list[dict[str, Any]],
                         tools: list[dict[str, Any]]) -> dict[str, Any]:
         remaining = ctx.remaining()
         if remaining <= 0:
             raise ctx.timeout_error()
         body: dict[str, Any] = {"messages": messages, "tools": tools, "temperature": self.temperature,
                                 "max_tokens": self.max_tokens, **({"model": self.model} if self.model else {})}
-        url = _chat_url(self.base_url)
+        url = chat.chat_url
         key = ctx.session_id if ctx.session_id and not self.client_capture else self.api_key
         started = time.monotonic()
         try:
-            status, reply = await asyncio.to_thread(_post_json, url, body, api_key=key,
-                                                    timeout_s=min(self.request_timeout_s, remaining))
-        except (OSError, TimeoutError) as exc:
+            answer = await chat.chat(body, api_key=key, timeout_s=min(self.request_timeout_s, remaining))
+        except ChatTransportError as exc:
             if ctx.remaining() <= 0:
                 raise ctx.timeout_error() from None
-            raise ModelCallError(f"POST {url} failed: {exc}") from None
+            raise ModelCallError(f"POST {url} failed: {exc.kind}: {exc.detail}") from None
         finally:
             ctx.model_seconds += time.monotonic() - started
+        status, reply = answer.status, answer.text if answer.data is None else answer.data
         if status != 200 or not isinstance(reply, dict) or not reply.get("choices"):
             raise ModelCallError(f"POST {url} answered HTTP {status}: {str(reply)[:500]}")
         choice = reply["choices"][0]

@@ -1,10 +1,13 @@
-"""A small HTTP/1.1 core on h11: request/response types, a keep-alive JSON server, and background tasks.
+"""A small HTTP/1.1 core on h11: request/response types, limits, one connection class, a JSON server, tasks.
 
-The policy endpoint serves its OpenAI-compatible API with :class:`HttpServer`; the env server (which adds the
-``/ws`` upgrade) shares :class:`TaskSet`. Imports only ``openenv_train.core``.
+:class:`HttpConnection` is the h11 connection both servers build on (request parsing, body limit, slowloris
+timers, the send path, async answers); :class:`HttpServer` serves a handler with it (the policy endpoint), and
+the env server's connection subclasses it to add the ``/ws`` upgrade. :class:`TaskSet` keeps their background
+tasks. Imports only ``openenv_train.core``.
 """
 
-from ._server import Handler, HttpRequest, HttpResponse, HttpServer
+from ._connection import HttpConnection, HttpLimits, HttpRequest, HttpResponse
+from ._server import Handler, HttpServer
 from ._tasks import TaskSet
 
-__all__ = ["Handler", "HttpRequest", "HttpResponse", "HttpServer", "TaskSet"]
+__all__ = ["Handler", "HttpConnection", "HttpLimits", "HttpRequest", "HttpResponse", "HttpServer", "TaskSet"]

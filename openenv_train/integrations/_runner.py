@@ -1,19 +1,20 @@
 """LocalRunner: play episodes in this process (no Ray) against a policy served from a live model.
 
-One background thread runs an event loop holding a :class:`~openenv_train.policy.PolicyServer` (a
-:class:`~openenv_train.policy.LocalBackend` over the given model, recording every call into a
-:class:`~openenv_train.trace.CaptureStore`) and a :class:`~openenv_train.pool.RolloutActor` (its own env
-server subprocess, or a URL). ``run(specs)`` plays them concurrently and returns their TraceRows in order.
+One background loop thread (:class:`~openenv_train.core.EventLoopThread`) holds a capturing policy endpoint
+(:func:`~openenv_train.policy.captured_policy` over a :class:`~openenv_train.policy.LocalBackend` of the given
+model, recording every call into a :class:`~openenv_train.trace.CaptureStore`) and a
+:class:`~openenv_train.pool.RolloutActor` (its own env server subprocess, or a URL). ``run(specs)`` plays them
+concurrently and returns their TraceRows in order.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
+from ..core import EventLoopThread
 from ..pool import AgentLoop, EpisodeSpec, Job, PoolConfig, RolloutActor, TextAgent, build_row
 from ..trace import CaptureStore, TraceRow, TraceWriter
 
@@ -37,20 +38,19 @@ class LocalRunner:
 
     def __init__(self, env: str, model: Any, tokenizer: Any, *, agent: AgentLoop | None = None,
                  config: PoolConfig | None = None, writer: TraceWriter | None = None) -> None:
-        from ..policy import LocalBackend, PolicyServer
+        from ..policy import LocalBackend, captured_policy
 
         self.env = env
         self.config = config or PoolConfig(num_actors=1)
         self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
         self.writer = writer
-        self.capture = CaptureStore()
         self.backend = LocalBackend(model, tokenizer)
-        self.server = PolicyServer(self.backend, capture=self.capture, token="")
+        self._policy = captured_policy(self.backend)
+        self.capture: CaptureStore = self._policy.capture
+        self.server = self._policy.server
         self.agent: AgentLoop = agent or TextAgent()
         self._actor: RolloutActor | None = None
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="local-runner", daemon=True)
-        self._thread.start()
+        self._runner = EventLoopThread("local-runner")
         try:
             self._call(self._start())
         except BaseException:
@@ -67,11 +67,11 @@ class LocalRunner:
         self.backend.version = value
 
     def _call(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+        return self._runner.run(coro, timeout_s)
 
     async def _start(self) -> None:
-        await self.server.start()
-        self._actor = RolloutActor(self.env, self.server.base_url, self.agent, self.config)
+        served = await self._policy.__aenter__()
+        self._actor = RolloutActor(self.env, served.base_url, self.agent, self.config)
         await self._actor.ready()
 
     def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
@@ -105,15 +105,14 @@ class LocalRunner:
 
     def close(self) -> None:
         """Stop the env server, the policy endpoint and the loop thread; idempotent."""
-        if not self._loop.is_running():
+        if not self._runner.running:
             return
         try:
             if self._actor is not None:
                 self._call(self._actor.close(), 30.0)
-            self._call(self.server.stop(), 30.0)
+            self._call(self._policy.__aexit__(None, None, None), 30.0)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(30.0)
+            self._runner.stop(30.0)
             if self.writer is not None and not self.writer.closed:
                 self.writer.flush()
 

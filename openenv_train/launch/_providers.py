@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
 import contextlib
 import os
 import re
@@ -21,13 +20,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import weakref
 from pathlib import Path
 from typing import Any
 
 from ..client import Endpoint, Provider, wait_healthy
-from ..core import ServerStartError
+from ..core import EventLoopThread, ServerStartError, config_argv
 
 __all__ = [
     "InProcessProvider",
@@ -48,32 +46,25 @@ class InProcessProvider(Provider):
         if max_sessions is not None:
             self.config["max_sessions"] = max_sessions
         self.server: Any = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop_event: asyncio.Event | None = None
+        self._runner: EventLoopThread | None = None
 
     async def start(self) -> Endpoint:
         from ..server import EnvServer, ServerConfig
 
         env_cls = _resolve_env_class(self.env)
-        ready: concurrent.futures.Future[str] = concurrent.futures.Future()
 
-        async def main() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stop_event = asyncio.Event()
+        async def boot() -> str:
             self.server = EnvServer(env_cls, ServerConfig(**self.config))
-            try:
-                await self.server.start()
-            except BaseException as exc:
-                ready.set_exception(exc)
-                return
-            ready.set_result(self.server.url)
-            await self._stop_event.wait()
-            await self.server.stop()
+            await self.server.start()
+            return str(self.server.url)
 
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="openenv-train-server", daemon=True)
-        self._thread.start()
-        url = await asyncio.wrap_future(ready)
+        runner = self._runner = EventLoopThread("openenv-train-server")
+        try:
+            url = await asyncio.wrap_future(runner.submit(boot()))
+        except BaseException:
+            self._runner = None
+            await asyncio.to_thread(runner.stop, 30)
+            raise
         self.started = True
         uds = self.config.get("uds")
         return Endpoint("http://localhost" if uds else url, uds)
@@ -82,10 +73,11 @@ class InProcessProvider(Provider):
         if not self.started:
             return
         self.started = False
-        if self._loop is not None and self._stop_event is not None:
-            self._loop.call_soon_threadsafe(self._stop_event.set)
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join, 30)
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            with contextlib.suppress(Exception):  # as before: a failing stop still ends the thread
+                await asyncio.wrap_future(runner.submit(self.server.stop()))
+            await asyncio.to_thread(runner.stop, 30)
 
 
 def _resolve_env_class(env: Any) -> Any:
@@ -152,16 +144,16 @@ class LocalProcessProvider(Provider):
 
     def command(self, workdir: Path) -> list[str]:
         """The server's command line."""
-        cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, "--host", self.host, "--port",
-               str(self.port), "--ready-file", str(workdir / "ready")]
+        from ..server import ServerConfig  # its fields are serve's options
+
+        server = config_argv(ServerConfig, {
+            "host": self.host, "port": self.port, "uds": str(workdir / "env.sock") if self.transport == "unix" else None,
+            "max_sessions": self.max_sessions, "token_file": str(workdir / "token") if self._token else None,
+        })
+        cmd = [self.python, "-m", "openenv_train.cli", "serve", self.env, *server, "--ready-file",
+               str(workdir / "ready")]
         if not self.sandbox:  # inside a sandbox host pids mean nothing; it dies with its parent instead
             cmd += ["--parent-pid", str(os.getpid())]
-        if self.transport == "unix":
-            cmd += ["--uds", str(workdir / "env.sock")]
-        if self.max_sessions is not None:
-            cmd += ["--max-sessions", str(self.max_sessions)]
-        if self._token:
-            cmd += ["--token-file", str(workdir / "token")]
         cmd += self.extra_args
         if self.sandbox:
             from ..sandbox import SandboxConfig, sandboxed_command  # the sandbox sits above the client

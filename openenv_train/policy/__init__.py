@@ -6,12 +6,16 @@
   with exact token ids and logprobs.
 - :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
 - :class:`ScriptedBackend`, :class:`FixedSampling`: a scripted expert served like a model; fixed sampling.
+- :class:`ChatClient`: the OpenAI-style chat client the pool, Harbor's model agent, the judge and
+  :class:`UpstreamBackend` share; :func:`api_key_for` names a capture session in its key.
+- :func:`captured_policy`: a capturing endpoint on loopback (sync or async block) yielding its URL and store.
 - :func:`build_tiny_model`: a tiny random-weight chat model with Qwen2.5's template, built offline.
 
 Importing this package does not import torch or transformers; the backends load them when built.
 """
 
 from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
+from ._chat import ChatClient, ChatResponse, ChatTransportError, api_key_for
 from ._endpoint import EndpointConfig, PolicyServer
 from ._errors import (
     AuthenticationFailed,
@@ -37,8 +41,11 @@ __all__ = [
     "BackendFailed",
     "CapturedPolicy",
     "ChatChoice",
+    "ChatClient",
     "ChatRequest",
+    "ChatResponse",
     "ChatResult",
+    "ChatTransportError",
     "Constraint",
     "ContextLengthExceeded",
     "Continuation",
@@ -58,6 +65,7 @@ __all__ = [
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",
+    "api_key_for",
     "build_char_tokenizer",
     "build_tiny_model",
     "build_tiny_tokenizer",

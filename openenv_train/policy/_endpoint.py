@@ -12,19 +12,26 @@ an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import POLICY_TOKEN_ENV, bearer_of, loads, resolve_token, token_matches, warn_if_exposed
+from ..core import (
+    POLICY_TOKEN_ENV,
+    EventLoopThread,
+    bearer_of,
+    loads,
+    resolve_token,
+    token_matches,
+    warn_if_exposed,
+)
 from ..http import HttpRequest, HttpResponse, HttpServer
 from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
+from ._chat import api_key_for
 from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from ._openai import completion_json, parse_chat_request
 from ._types import PolicyBackend
@@ -112,8 +119,7 @@ class PolicyServer:
         # Per capture session: (tokens used, turns it held then), for max_tokens_per_session.
         self._used: dict[str, tuple[int, int]] = {}
         self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body)
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: EventLoopThread | None = None
 
     @property
     def url(self) -> str:
@@ -155,19 +161,9 @@ class PolicyServer:
         Raises:
             ServerStartError: the address cannot be bound.
         """
-        loop = asyncio.new_event_loop()
-
-        def serve() -> None:
-            asyncio.set_event_loop(loop)
-            loop.run_forever()
-            loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=serve, name="policy-server", daemon=True)
-        self._thread.start()
-        started = asyncio.run_coroutine_threadsafe(self.start(), loop)
+        self._runner = EventLoopThread("policy-server")
         try:
-            started.result(timeout_s)
+            self._runner.run(self.start(), timeout_s)
         except BaseException:
             self.close()
             raise
@@ -182,23 +178,21 @@ class PolicyServer:
         old, self.backend = self.backend, backend
         if old is backend:
             return
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            asyncio.run_coroutine_threadsafe(old.aclose(), loop).result(timeout_s)
+        runner = self._runner
+        if runner is not None and runner.running:
+            runner.run(old.aclose(), timeout_s)
 
     def close(self, *, timeout_s: float = 30.0) -> None:
         """Stop a server started with :meth:`run_in_thread`."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        runner, self._runner = self._runner, None
+        if runner is None:
             return
-        if loop.is_running():
-            asyncio.run_coroutine_threadsafe(self.stop(), loop).result(timeout_s)
-            loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout_s)
-        self._loop = self._thread = None
+        if runner.running:
+            runner.run(self.stop(), timeout_s)
+        runner.stop(timeout_s)
 
     def __enter__(self) -> PolicyServer:
-        return self if self._thread is not None else self.run_in_thread()
+        return self if self._runner is not None else self.run_in_thread()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -210,9 +204,7 @@ class PolicyServer:
 
     def api_key_for(self, session_id: str | None = None) -> str:
         """The ``api_key`` an OpenAI client of this server passes to be recorded in ``session_id``."""
-        if self._token is None:
-            return session_id or "EMPTY"
-        return f"{self._token}:{session_id}" if session_id else self._token
+        return api_key_for(session_id, self._token)
 
     def _hit(self, limit: str) -> None:
         self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1

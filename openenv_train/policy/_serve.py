@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,19 +31,38 @@ class CapturedPolicy:
     server: PolicyServer
 
 
-@contextlib.contextmanager
-def captured_policy(backend: PolicyBackend) -> Iterator[CapturedPolicy]:
-    """Serve ``backend`` on loopback from a background thread, recording calls into a fresh :class:`CaptureStore`.
+class captured_policy:  # noqa: N801 (used as a function: ``with captured_policy(backend) as served``)
+    """Serve ``backend`` on loopback, recording calls into a fresh :class:`CaptureStore`; a sync or async block.
 
-    The endpoint takes no token (loopback only); each episode's capture session id is its API key. The server
-    stops when the block ends.
+    ``with captured_policy(backend) as served`` serves from a background thread (for sync code);
+    ``async with captured_policy(backend) as served`` serves on the running event loop. Either yields a
+    :class:`CapturedPolicy` (``base_url``, ``capture``, ``server``). The endpoint takes no token (loopback
+    only); each episode's capture session id is its API key. The server stops when the block ends.
 
     Raises:
         ServerStartError: the endpoint could not bind a port.
     """
-    capture = CaptureStore()
-    with PolicyServer(backend, capture=capture, token="").run_in_thread() as server:
-        yield CapturedPolicy(server.base_url, capture, server)
+
+    def __init__(self, backend: PolicyBackend) -> None:
+        self.capture = CaptureStore()
+        self.server = PolicyServer(backend, capture=self.capture, token="")
+
+    def _served(self) -> CapturedPolicy:
+        return CapturedPolicy(self.server.base_url, self.capture, self.server)
+
+    def __enter__(self) -> CapturedPolicy:
+        self.server.run_in_thread()
+        return self._served()
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.close()
+
+    async def __aenter__(self) -> CapturedPolicy:
+        await self.server.start()
+        return self._served()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.stop()
 
 
 @contextlib.asynccontextmanager
@@ -67,7 +86,5 @@ async def policy_endpoint(model: str, *, api_key: str | None = None,
     else:
         raise FileNotFoundError(f"--model {model}: not an http(s):// URL nor a model folder (config.json, weights, "
                                 "tokenizer); build a tiny one with openenv_train.policy.build_tiny_model(path)")
-    capture = CaptureStore()
-    server = PolicyServer(backend, capture=capture, token="")
-    async with server:
-        yield server.url, capture
+    async with captured_policy(backend) as served:
+        yield served.server.url, served.capture

@@ -8,16 +8,15 @@ marked ``rollout_type="eval"``: it can be scored and evaluated, not trained on.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._chat import ChatClient, ChatTransportError
 from ._errors import InvalidRequest, UpstreamFailed
 from ._types import ChatChoice, ChatRequest, ChatResult
 
 __all__ = ["UpstreamBackend", "UpstreamConfig"]
-
 
 
 @dataclass(frozen=True)
@@ -52,39 +51,25 @@ class UpstreamBackend:
         self.model = model
         self.config = config or UpstreamConfig()
         self.extras_ok = self.config.token_ids == "auto"
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._chat = ChatClient(self.base_url, api_key=api_key, headers=self.config.headers,
+                                timeout_s=self.config.timeout_s, max_connections=self.config.max_connections)
 
     @property
     def model_id(self) -> str:
         """The model asked for, or the upstream URL when the caller chooses."""
         return self.model or self.base_url
 
-    def _http(self) -> Any:
-        import httpx
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            headers = {**self.config.headers, **({"authorization": f"Bearer {self.api_key}"} if self.api_key else {})}
-            limits = httpx.Limits(max_connections=self.config.max_connections)
-            self._client = httpx.AsyncClient(headers=headers, timeout=self.config.timeout_s, limits=limits)
-            self._loop = loop
-        return self._client
-
     async def _post(self, body: dict[str, Any]) -> tuple[int, Any]:
-        import httpx
-
-        url = f"{self.base_url}/chat/completions"
+        url = self._chat.chat_url
         try:
-            reply = await self._http().post(url, json=body)
-        except httpx.TimeoutException:
-            raise UpstreamFailed(f"{url} did not answer within {self.config.timeout_s:g}s") from None
-        except httpx.HTTPError as exc:
-            raise UpstreamFailed(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
-        try:
-            return reply.status_code, reply.json()
-        except ValueError:
-            return reply.status_code, {"error": {"message": reply.text[:500]}}
+            reply = await self._chat.chat(body)
+        except ChatTransportError as exc:
+            if exc.timed_out:
+                raise UpstreamFailed(f"{url} did not answer within {self.config.timeout_s:g}s") from None
+            raise UpstreamFailed(f"cannot reach {url}: {exc.kind}: {exc.detail}") from None
+        if reply.data is None:
+            return reply.status, {"error": {"message": reply.text[:500]}}
+        return reply.status, reply.data
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Forward one request and read exact ids from the answer where it has them.
@@ -116,17 +101,15 @@ class UpstreamBackend:
 
     async def _first_model(self) -> str:
         try:
-            reply = await self._http().get(f"{self.base_url}/models")
-            self.model = str(reply.json()["data"][0]["id"])
+            reply = await self._chat.models()
+            self.model = str(reply.data["data"][0]["id"])
         except Exception as exc:
             raise UpstreamFailed(f"no model named in the request and {self.base_url}/models lists none: {exc}") from None
         return self.model
 
     async def aclose(self) -> None:
         """Close the connection pool (a later call opens a new one)."""
-        client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
-            await client.aclose()
+        await self._chat.aclose()
 
 
 def _refusal(status: int, data: Any) -> Exception:

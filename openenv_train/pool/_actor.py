@@ -50,7 +50,8 @@ class RolloutActor:
                  config: PoolConfig) -> None:
         self.env, self.agent, self.config = env, agent, config
         self.policy: ChatPolicy | Callable[..., Any] = (
-            ChatPolicy(policy, model=config.model, sampling=config.sampling, timeout_s=config.model_timeout_s)
+            ChatPolicy(policy, model=config.model, sampling=config.sampling, timeout_s=config.model_timeout_s,
+                       token=config.policy_token)
             if isinstance(policy, str) else policy
         )
         self.provider: LocalProcessProvider | None = None

@@ -66,6 +66,9 @@ class PoolConfig:
     """Limit on each policy call."""
     model: str | None = None
     """Model name sent to an OpenAI-compatible policy (None: the server's own)."""
+    policy_token: str | None = None
+    """Token of a policy endpoint started with one (``PolicyServer(token=...)``): each call then sends
+    ``<token>:<capture session id>`` as its key; None sends the bare session id."""
     sampling: dict[str, float | int] = field(default_factory=dict)
     """Sampling options sent with each policy call (``temperature``, ``max_tokens``, ...)."""
     policy_version: int | None = None

@@ -7,7 +7,7 @@ from typing import Any
 
 __all__ = ["ChatPolicy", "ModelReply", "PolicyCallError"]
 
-from ..policy import v1_url
+from ..policy import ChatClient, ChatTransportError, api_key_for, v1_url
 from ._errors import PoolError
 
 
@@ -32,15 +32,19 @@ class ChatPolicy:
         model: model name to ask for; None asks the server's (``"default"``).
         sampling: extra body fields (``temperature``, ``max_tokens``, ...).
         timeout_s: limit on one call.
+        token: the endpoint's token, for a :class:`~openenv_train.policy.PolicyServer` started with one: each
+            call then sends ``<token>:<capture session id>`` (:func:`~openenv_train.policy.api_key_for`).
+            None sends the bare session id.
     """
 
     def __init__(self, base_url: str, *, model: str | None = None, sampling: dict[str, Any] | None = None,
-                 timeout_s: float = 300.0) -> None:
+                 timeout_s: float = 300.0, token: str | None = None) -> None:
         self.base_url = v1_url(base_url)
         self.model = model
         self.sampling = dict(sampling or {})
         self.timeout_s = timeout_s
-        self._client: Any = None
+        self.token = token
+        self._client = ChatClient(self.base_url, timeout_s=timeout_s, max_connections=256)
 
     async def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                    session: str | None = None, extra: dict[str, Any] | None = None) -> ModelReply:
@@ -49,31 +53,25 @@ class ChatPolicy:
         Raises:
             PolicyCallError: the call failed, timed out or was refused.
         """
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=httpx.Limits(max_connections=256))
         body: dict[str, Any] = {"model": self.model or "default", "messages": messages, **self.sampling, **(extra or {})}
         if tools:
             body["tools"] = tools
-        headers = {"authorization": f"Bearer {session}"} if session else {}
+        key = api_key_for(session, self.token) if session or self.token else None
         try:
-            reply = await self._client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise PolicyCallError(f"policy call to {self.base_url} failed: {type(exc).__name__}: {exc}") from None
-        if reply.status_code != 200:
-            raise PolicyCallError(f"policy endpoint {self.base_url} answered {reply.status_code}: {reply.text[:300]}")
-        data = reply.json()
+            reply = await self._client.chat(body, api_key=key)
+        except ChatTransportError as exc:
+            raise PolicyCallError(f"policy call to {self.base_url} failed: {exc.kind}: {exc.detail}") from None
+        if reply.status != 200:
+            raise PolicyCallError(f"policy endpoint {self.base_url} answered {reply.status}: {reply.text[:300]}")
+        data = reply.data
         try:
             choice = data["choices"][0]
         except (KeyError, IndexError, TypeError):
-            raise PolicyCallError(f"policy endpoint answered without choices: {str(data)[:300]}") from None
+            raise PolicyCallError(f"policy endpoint answered without choices: {str(data or reply.text)[:300]}") from None
         usage = data.get("usage") or {}
         tokens = usage.get("completion_tokens") or len(choice.get("token_ids") or [])
         return ModelReply(dict(choice.get("message") or {}), choice.get("finish_reason"), int(tokens))
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()

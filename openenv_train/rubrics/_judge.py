@@ -139,16 +139,16 @@ class LLMJudge(Rubric):
         raise JudgeError(f"judge {self.name!r} at {self.base_url} gave no score on {self.scale}: {'; '.join(problems)}")
 
     async def _ask(self, messages: list[dict[str, Any]], session: str | None) -> str:
-        import httpx
+        from ..policy import ChatClient  # the policy package (and httpx) only when a judge is asked
 
-        token = session or self.api_key
-        headers = {"authorization": f"Bearer {token}"} if token else {}
         body = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "temperature": 0.0}
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-            reply = await client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
-        if reply.status_code >= 400:
-            raise JudgeError(f"the judge endpoint answered {reply.status_code}: {reply.text[:300]}")
-        return text_of(reply.json()["choices"][0]["message"].get("content"))
+        async with ChatClient(self.base_url, timeout_s=self.timeout_s) as client:
+            reply = await client.chat(body, api_key=session or self.api_key)
+        if reply.status >= 400:
+            raise JudgeError(f"the judge endpoint answered {reply.status}: {reply.text[:300]}")
+        if reply.data is None:
+            raise ValueError(f"the judge endpoint answered no JSON: {reply.text[:300]}")
+        return text_of(reply.data["choices"][0]["message"].get("content"))
 
     def _keep_trace(self, session: str, row: TraceRow, score: float | None, attempt: int) -> None:
         assert self.capture is not None

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, resolve_token, warn_if_exposed
+from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, option, resolve_token, warn_if_exposed
 from ..http import TaskSet
 from ._connection import Connection
 from ._environment import Environment
@@ -28,39 +28,41 @@ log = logging.getLogger("openenv_train.server")
 
 @dataclass
 class ServerConfig:
-    """Options of an :class:`EnvServer`."""
+    """Options of an :class:`EnvServer`; each field's help once, in its metadata (``openenv-train serve``'s
+    options are generated from it)."""
 
-    host: str = "127.0.0.1"
-    """Interface to bind; loopback by default."""
-    port: int = 8000
-    """TCP port; 0 picks a free one (read it back from ``EnvServer.port``)."""
-    uds: str | None = None
-    """Listen on this Unix socket path instead of TCP."""
-    reuse_port: bool = False
-    """Bind with ``SO_REUSEPORT``: several server processes share the port (``serve --workers N``)."""
-    max_sessions: int | None = 1024
-    """Most concurrent sessions (WebSocket and HTTP-MCP); None for no cap."""
-    idle_timeout_s: float | None = 600.0
-    """Close sessions with no request for this long; None never reaps."""
-    max_message_size: int = 16 * 2**20
-    """Largest WebSocket message (bytes) accepted; larger ones end the session with a clear error."""
-    max_http_body: int = 16 * 2**20
-    """Largest HTTP request body accepted."""
-    blocking_workers: int = 32
-    """Threads for envs that declare ``blocking = True``."""
-    shutdown_grace_s: float = 5.0
-    """How long a shutdown waits for requests in flight."""
-    web: bool = False
-    """Also serve the playground page at ``/web`` (an action form driving a ``/ws`` session)."""
-    token: str | None = field(default=None, repr=False)
-    """Shared secret every route but ``/health`` requires (``Authorization: Bearer <token>``). None reads
-    ``token_file``, else ``$OPENENV_TRAIN_TOKEN``; "" turns authentication off even when that is set."""
-    token_file: str | None = None
-    """Read the token from this file (its first line) instead."""
-    max_messages_per_s: float | None = None
-    """Per-session rate cap on ``/ws`` messages (token bucket); None for no cap."""
-    message_burst: int | None = None
-    """Messages a session may send at once before the rate cap applies; None: ``max(1, max_messages_per_s)``."""
+    host: str = field(default="127.0.0.1", metadata=option(
+        "Interface to bind; loopback unless you mean to expose it."))
+    port: int = field(default=8000, metadata=option(
+        "TCP port; 0 picks a free one (read it back from EnvServer.port)."))
+    uds: str | None = field(default=None, metadata=option("Listen on this Unix socket path instead of TCP."))
+    reuse_port: bool = field(default=False, metadata=option(
+        "Bind with SO_REUSEPORT: several server processes share the port (serve --workers N).", hidden=True))
+    max_sessions: int | None = field(default=1024, metadata=option(
+        "Most concurrent sessions (WebSocket and HTTP-MCP); None for no cap.", envvar="MAX_CONCURRENT_ENVS"))
+    idle_timeout_s: float | None = field(default=600.0, metadata=option(
+        "Close sessions with no request for this many seconds; None (0 on the command line) never does.",
+        flag="--idle-timeout", none_as=0.0))
+    max_message_size: int = field(default=16 * 2**20, metadata=option(
+        "Largest WebSocket message (bytes) accepted; larger ones end the session with a clear error."))
+    max_http_body: int = field(default=16 * 2**20, metadata=option(
+        "Largest HTTP request body accepted, in bytes.", cli=False))
+    blocking_workers: int = field(default=32, metadata=option(
+        "Threads for envs that declare blocking = True.", cli=False))
+    shutdown_grace_s: float = field(default=5.0, metadata=option(
+        "How long a shutdown waits for requests in flight.", cli=False))
+    web: bool = field(default=False, metadata=option(
+        "Also serve a playground page at /web (action form, reset/step, history)."))
+    token: str | None = field(default=None, repr=False, metadata=option(
+        "Shared secret every route but /health requires (Authorization: Bearer <token>). None reads token_file, "
+        "else $OPENENV_TRAIN_TOKEN; \"\" turns authentication off even when that is set.", cli=False))
+    token_file: str | None = field(default=None, metadata=option(
+        "Require 'Authorization: Bearer <token>' (all routes but /health) with the token in this file (its first "
+        "line); without it, $OPENENV_TRAIN_TOKEN is used when set."))
+    max_messages_per_s: float | None = field(default=None, metadata=option(
+        "Per-session cap on WebSocket messages per second (token bucket); off by default."))
+    message_burst: int | None = field(default=None, metadata=option(
+        "Messages a session may send at once under the rate cap (default: max(1, max_messages_per_s))."))
 
     def __post_init__(self) -> None:
         self.token = resolve_token(self.token, self.token_file, TOKEN_ENV)

@@ -76,15 +76,15 @@ class _PoolRunner:
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
                  server: Any = None, policy_url: str | None = None) -> None:
-        from ...policy import FixedSampling, LocalBackend, PolicyServer, UpstreamBackend
+        from ...policy import FixedSampling, LocalBackend, UpstreamBackend, captured_policy
 
         self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer)
         served = FixedSampling(self.backend, **sampling)
         self.own_server = server is None
         if server is None:
-            self.capture = CaptureStore()
-            self.server = PolicyServer(served, capture=self.capture, token="").run_in_thread()
-            self.pool = pool(self.server.base_url, self.capture)
+            policy = captured_policy(served).__enter__()
+            self.capture, self.server = policy.capture, policy.server
+            self.pool = pool(policy.base_url, self.capture)
         else:
             self.server, self.pool = server, pool
             self.server.replace_backend(served)
