@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from ...client import TypedEnvClient
+from .._family import camel, family_client
 from ._models import BrowserAction, BrowserObservation, BrowserState
 
 __all__ = ["BrowserEnv", "task_client"]
@@ -17,6 +18,4 @@ class BrowserEnv(TypedEnvClient[BrowserAction, BrowserObservation, BrowserState]
 @functools.cache
 def task_client(task: str) -> type[BrowserEnv]:
     """The client class of ``browser/<task>`` (``ClickButtonBrowserEnv`` for click-button)."""
-    name = "".join(part.capitalize() for part in task.split("-")) + "BrowserEnv"
-    return type(name, (BrowserEnv,), {"__doc__": f"Client of browser/{task}.", "__module__": "openenv_train.envs.browser"},
-                env=f"browser/{task}")
+    return family_client(BrowserEnv, f"browser/{task}", camel(task, "-") + "BrowserEnv", "openenv_train.envs.browser")

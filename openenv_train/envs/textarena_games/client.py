@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...client import TypedEnvClient
+from .._family import camel, family_client
 from .._textarena_games import TEXTARENA_GAMES
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
 
@@ -13,11 +14,6 @@ class TextArenaEnv(TypedEnvClient[TextArenaAction, TextArenaObservation, TextAre
     """Client of any ``textarena/<game>`` env: ``await env.step(TextArenaAction(message="[...]"))``."""
 
 
-def _client(key: str) -> type[TextArenaEnv]:
-    name = "TextArena" + "".join(word.capitalize() for word in key.split("_")) + "Env"
-    return type(name, (TextArenaEnv,), {"__doc__": f"Client of textarena/{key}.", "__module__": __name__},
-                env=f"textarena/{key}")
-
-
 #: The client class of each game, by class name (``TextArenaSudokuEnv``, ...); the package exports them.
-GAME_CLIENTS: dict[str, type[TextArenaEnv]] = {cls.__name__: cls for cls in map(_client, TEXTARENA_GAMES)}
+GAME_CLIENTS: dict[str, type[TextArenaEnv]] = {cls.__name__: cls for cls in (
+    family_client(TextArenaEnv, f"textarena/{key}", f"TextArena{camel(key)}Env", __name__) for key in TEXTARENA_GAMES)}
