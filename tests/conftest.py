@@ -1,8 +1,9 @@
-"""Shared fixtures: real env servers in this event loop or in subprocesses, and a local Ray per test module."""
+"""Shared fixtures: real env servers in this event loop or in subprocesses, and a local Ray shared by the test modules."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -44,16 +45,36 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session")
+def _shared_ray() -> Iterator[None]:
+    """Shuts down, at the end of the session, the local Ray that :func:`ray_local` started (if it still runs)."""
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
 @pytest.fixture(scope="module")
-def ray_local() -> Iterator[Any]:
-    """A local Ray for each test module (so the ``ray start`` test owns the machine's Ray alone)."""
+def ray_local(_shared_ray: None) -> Any:
+    """A private local Ray (2 CPUs), started by the first module that asks and shared by the later ones.
+
+    A cluster takes seconds to start and its workers seconds to import, so one serves the whole session;
+    modules that need the machine's Ray to themselves (a ``ray start`` test) use :func:`no_shared_ray`,
+    and the next module that asks starts a new one.
+    """
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
     from openenv_train.pool import start_private_ray
     from tests.pool import _support
 
     ray.cloudpickle.register_pickle_by_value(_support)  # the test policies live in a module workers cannot import
-    start_private_ray(2, log_to_driver=False)  # private: a user's `ray start` or a stale cluster file is ignored
-    try:
-        yield ray
-    finally:
+    if not ray.is_initialized():
+        start_private_ray(2, log_to_driver=False)  # private: a user's `ray start` or a stale cluster file is ignored
+    return ray
+
+
+@pytest.fixture(scope="module")
+def no_shared_ray() -> None:
+    """Stops the shared local Ray, for a module whose ``ray start`` tests own the machine's Ray alone."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
         ray.shutdown()

@@ -17,6 +17,7 @@ from tests.pool._ray_head import LOOPBACK, RAY, free_port, ray_env, short_temp_d
 from tests.pool._ray_head import ray_head as head_process
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
+pytestmark = pytest.mark.usefixtures("no_shared_ray")  # its `ray start` head owns the machine's Ray alone
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import pytest
 from tests.pool._ray_head import RAY, cluster_file, ray_env, ray_head, short_temp_dir
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
+pytestmark = pytest.mark.usefixtures("no_shared_ray")  # its `ray start` head owns the machine's Ray alone
 DRIVER = Path(__file__).with_name("_ray_driver.py")
 ROOT = Path(__file__).resolve().parents[2]
 
