@@ -31,9 +31,9 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
     with TraceWriter(args["out"]) as writer, RolloutPool(
             "wordle", policy, num_actors=2, sessions_per_actor=4, ray_address=args["gcs"], writer=writer,
             actor_resources={"rollout": 1}, actor_scheduling="spread", max_retries=6, retry_backoff_s=0.5,
-            run_id="cluster") as pool:
+            run_id="cluster").start(timeout_s=600) as pool:  # a slow machine: actors and servers start late
         report["driver_node"] = ray.get_runtime_context().get_node_id()
-        report["before"] = ray.get([a.ready.remote() for a in pool.actors], timeout=120)
+        report["before"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
         if args.get("pause"):  # the test looks at the running cluster, then says go
             print(json.dumps({"before": report["before"]}), flush=True)
             sys.stdin.readline()
@@ -47,7 +47,7 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
                 report["killed"] = {"raylet_pid": victim, "after_rows": len(rows)}
         if killed_at is not None:
             report["recovered_s"] = round(time.monotonic() - killed_at, 1)
-            report["after"] = ray.get([a.ready.remote() for a in pool.actors], timeout=120)
+            report["after"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
         report["metrics"] = pool.metrics.summary()
     report["rows"] = [{"episode_id": r.episode_id, "ok": r.ok, "url": r.env.url,
                        "error": r.error.type if r.error else None} for r in rows]

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Ray settings for a slow, shared machine (2 CPUs under other test suites): a raylet or worker that is late is
 #: not given up on, a killed raylet is still seen dead within seconds (its health checks are refused at once).
 SLOW_MACHINE = {
+    "RAY_DASHBOARD_STARTUP_TIMEOUT_S": "600",  # `ray start --head` waits this long for its dashboard (default 60)
     "RAY_worker_register_timeout_seconds": "180",  # a worker process registering with its raylet (default 60)
     "RAY_gcs_rpc_server_reconnect_timeout_s": "300",  # raylets waiting for a busy GCS (default 60)
     "RAY_gcs_server_request_timeout_seconds": "120",  # requests to the GCS, e.g. the node-info poll (default 60)
@@ -82,7 +83,7 @@ class LoopbackCluster:
     env: dict[str, str] = field(default_factory=dict)
     _seen: dict[int, psutil.Process] = field(default_factory=dict)
 
-    def start(self, *, timeout_s: float = 300.0, attempts: int = 3) -> LoopbackCluster:
+    def start(self, *, timeout_s: float = 600.0, attempts: int = 3) -> LoopbackCluster:
         """Start the head, then the worker nodes side by side; a node that did not come up is started again.
 
         Ray gives a new node 30 s (fixed) to register with the GCS, which a starved machine can miss; the
@@ -155,12 +156,11 @@ class LoopbackCluster:
         """Whether the node's ``ray start`` reached its block (its raylet registered with the GCS)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            self._remember(node)
             if b"Ray runtime started" in node.log.read_bytes():
                 return True
             if node.process.poll() is not None:
                 return False
-            time.sleep(0.2)
+            time.sleep(0.25)
         return False
 
     def _identify(self, node: Node) -> None:

@@ -45,10 +45,17 @@ def _driver(cluster: LoopbackCluster, out: Path, **args: Any) -> subprocess.Pope
                             cwd=ROOT, env=cluster.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def _report(driver: subprocess.Popen[str], timeout_s: float = 240) -> dict[str, Any]:
+def _report(driver: subprocess.Popen[str], timeout_s: float = 900) -> dict[str, Any]:
     out, _ = driver.communicate(timeout=timeout_s)
     assert driver.returncode == 0, f"the driver failed ({driver.returncode}); its stderr is above"
     return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _written_once(folder: Path, expected: int) -> None:
@@ -77,7 +84,7 @@ def spread_run(cluster: LoopbackCluster, tmp_path_factory: pytest.TempPathFactor
     return {"report": report, "ancestry": ancestry, "sockets": sockets, "out": out}
 
 
-@pytest.mark.timeout(600)  # the module's cluster starts here: 3 nodes on a machine that may be busy
+@pytest.mark.timeout(1800)  # the module's cluster starts here: 3 nodes on a machine that may be busy
 def test_every_listening_socket_of_the_cluster_is_on_loopback(cluster: LoopbackCluster,
                                                                spread_run: dict[str, Any]) -> None:
     sockets = spread_run["sockets"]
@@ -92,7 +99,7 @@ def test_every_listening_socket_of_the_cluster_is_on_loopback(cluster: LoopbackC
     assert not outside, f"listening beyond 127.0.0.1 (interfaces {sorted(interface)}): {outside}"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(900)
 def test_a_client_without_the_token_is_refused(cluster: LoopbackCluster) -> None:
     status, _ = get_json(f"{cluster.dashboard_url}/api/jobs/")
     assert status == 401
@@ -100,11 +107,11 @@ def test_a_client_without_the_token_is_refused(cluster: LoopbackCluster) -> None
     assert status == 200 and isinstance(jobs, list)
     wrong = subprocess.run([RAY, "job", "list", "--address", cluster.dashboard_url], capture_output=True, text=True,
                            env={**{k: v for k, v in cluster.env.items() if k != "RAY_AUTH_TOKEN_PATH"},
-                                "RAY_AUTH_TOKEN": "0" * 64}, timeout=60)
+                                "RAY_AUTH_TOKEN": "0" * 64}, timeout=600)
     assert wrong.returncode != 0
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1200)
 def test_actors_spread_over_the_worker_nodes_with_their_env_servers(cluster: LoopbackCluster,
                                                                     spread_run: dict[str, Any]) -> None:
     report = spread_run["report"]
@@ -120,7 +127,7 @@ def test_actors_spread_over_the_worker_nodes_with_their_env_servers(cluster: Loo
     _written_once(spread_run["out"], 16)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1200)
 def test_ray_job_submit_with_a_runtime_env_runs_on_the_worker_nodes(cluster: LoopbackCluster, tmp_path: Path) -> None:
     """``ray job submit --runtime-env-json``: the working_dir (a config file) reaches the job, whose actors can only
     run on the worker nodes (they need their ``rollout`` resource)."""
@@ -129,11 +136,11 @@ def test_ray_job_submit_with_a_runtime_env_runs_on_the_worker_nodes(cluster: Loo
     (job_dir / "collect.yaml").write_text("name: job\ntasks: 4\nnum_generations: 2\nnum_actors: 2\n"
                                           "show_progress: false\npool:\n  actor_resources: {rollout: 1}\n"
                                           "  actor_scheduling: spread\n")
-    runtime_env = {"working_dir": str(job_dir), "env_vars": {"OPENENV_TRAIN_TOKEN": ""}}
+    runtime_env = {"working_dir": str(job_dir)}  # uploaded to the cluster, unpacked on every node the job uses
     job = [RAY, "job", "submit", "--address", cluster.dashboard_url, "--runtime-env-json", json.dumps(runtime_env),
            "--", sys.executable, "-m", "openenv_train.recipes.collect", "--config", "collect.yaml",
            f"output_dir={tmp_path}"]
-    done = subprocess.run(job, env=cluster.env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(job, env=cluster.env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in done.stdout + done.stderr
     rows = read_traces(tmp_path / "job")
@@ -142,7 +149,7 @@ def test_ray_job_submit_with_a_runtime_env_runs_on_the_worker_nodes(cluster: Loo
     assert json.loads((tmp_path / "job" / "summary.json").read_text())["metrics"]["failed"] == 0
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1200)
 def test_a_worker_raylet_killed_mid_run_loses_no_episode(cluster: LoopbackCluster, tmp_path: Path) -> None:
     """Last in the module: it leaves the cluster one worker node short."""
     raylets = {n.node_id: n.raylet_pid for n in cluster.worker_nodes}
@@ -150,7 +157,7 @@ def test_a_worker_raylet_killed_mid_run_loses_no_episode(cluster: LoopbackCluste
     assert len({a["node_id"] for a in report["before"]}) == 2  # one actor per worker node
     killed = report["killed"]
     assert killed["after_rows"] == 8 and killed["raylet_pid"] == raylets[report["before"][0]["node_id"]]
-    assert not psutil.pid_exists(killed["raylet_pid"])
+    assert _gone(killed["raylet_pid"])
     rows = report["rows"]
     assert sorted(r["episode_id"] for r in rows) == sorted(f"g{i}-{k}" for i in range(20) for k in range(2))
     assert all(r["ok"] for r in rows), [r for r in rows if not r["ok"]]
