@@ -5,7 +5,7 @@
 the worker nodes' ``rollout`` resource, spread over them, and writes their rows to ``out``. With ``kill``
 (``{node_id: raylet_pid}``) it kills the raylet of actor 0's node, by pid, once ``kill_after`` rows are
 written. With ``pause`` it prints the actors once they are up and waits for a line on stdin. Prints one JSON
-line: the actors before and after, the rows' episode ids, the pool's metrics.
+line after :data:`MARK`: the actors before and after, the rows' episode ids, the pool's metrics.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from openenv_train.harbor import TraceWriter
 from openenv_train.pool import RolloutPool, make_groups
 from tests.pool import _support
 
+#: Starts the driver's own stdout lines: Ray forwards worker and raylet log lines to the same stream.
+MARK = "@@report "
+
 
 def main(args: dict[str, Any]) -> dict[str, Any]:
     ray.cloudpickle.register_pickle_by_value(_support)
@@ -35,7 +38,7 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
         report["driver_node"] = ray.get_runtime_context().get_node_id()
         report["before"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
         if args.get("pause"):  # the test looks at the running cluster, then says go
-            print(json.dumps({"before": report["before"]}), flush=True)
+            print(MARK + json.dumps({"before": report["before"]}), flush=True)
             sys.stdin.readline()
         rows, killed_at = [], None
         for row in pool.as_completed(make_groups(range(args["episodes"] // 2), num_generations=2)):
@@ -55,4 +58,4 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1]))), flush=True)
+    print(MARK + json.dumps(main(json.loads(sys.argv[1]))), flush=True)

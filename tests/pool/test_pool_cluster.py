@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from openenv_train.harbor import read_traces
+from tests.pool._cluster_driver import MARK
 from tests.pool._ray_cluster import ROOT, LoopbackCluster, get_json
 from tests.pool._ray_head import RAY
 
@@ -48,7 +49,15 @@ def _driver(cluster: LoopbackCluster, out: Path, **args: Any) -> subprocess.Pope
 def _report(driver: subprocess.Popen[str], timeout_s: float = 900) -> dict[str, Any]:
     out, _ = driver.communicate(timeout=timeout_s)
     assert driver.returncode == 0, f"the driver failed ({driver.returncode}); its stderr is above"
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    return _marked(out.splitlines())
+
+
+def _marked(lines: Any) -> dict[str, Any]:
+    """The driver's JSON line among the Ray log lines that share its stdout."""
+    for line in lines:
+        if line.startswith(MARK):
+            return dict(json.loads(line[len(MARK):]))
+    raise AssertionError("the driver printed no report (its stderr is above)")
 
 
 def _gone(pid: int) -> bool:
@@ -71,9 +80,7 @@ def spread_run(cluster: LoopbackCluster, tmp_path_factory: pytest.TempPathFactor
     driver = _driver(cluster, out, episodes=16, pause=True)
     try:
         assert driver.stdout is not None and driver.stdin is not None
-        line = driver.stdout.readline()
-        assert line, "the driver died starting its pool (its stderr is above)"
-        actors = json.loads(line)["before"]
+        actors = _marked(iter(driver.stdout.readline, ""))["before"]
         ancestry = {a["server_pid"]: [p.pid for p in psutil.Process(a["server_pid"]).parents()] for a in actors}
         sockets = cluster.listening()
         driver.stdin.write("go\n")
