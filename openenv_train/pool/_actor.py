@@ -66,9 +66,9 @@ class RolloutActor:
         self._lock = asyncio.Lock()
 
     async def ready(self) -> dict[str, Any]:
-        """Start the env server if needed; the actor's and server's process ids."""
+        """Start the env server if needed; the actor's and server's process ids, the Ray node it runs on."""
         await self._ensure_server()
-        return {"pid": os.getpid(), "server_pid": self.server_pid(), "url": self.url()}
+        return {"pid": os.getpid(), "server_pid": self.server_pid(), "url": self.url(), "node_id": _node_id()}
 
     def server_pid(self) -> int | None:
         """Process id of this actor's env server (None for a URL)."""
@@ -231,6 +231,16 @@ class RolloutActor:
             await self._ensure_server()
 
 
+def _node_id() -> str | None:
+    """The Ray node this process runs on (None outside Ray)."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # not in a Ray worker (the class used as plain Python)
+        return None
+
+
 async def _close_quietly(client: Any) -> None:
     with contextlib.suppress(Exception):
         await asyncio.wait_for(client.close(), 5.0)
@@ -242,4 +252,8 @@ def remote_actor_class(config: PoolConfig) -> Any:
 
     options: dict[str, Any] = {"num_cpus": config.actor_num_cpus, "max_restarts": config.max_restarts,
                                "max_task_retries": 0, "max_concurrency": max(64, config.sessions_per_actor * 4)}
+    if config.actor_resources:
+        options["resources"] = dict(config.actor_resources)
+    if config.actor_scheduling == "spread":
+        options["scheduling_strategy"] = "SPREAD"
     return ray.remote(**options)(RolloutActor)

@@ -83,6 +83,12 @@ class PoolConfig:
     """CPUs of a local Ray started by the pool."""
     actor_num_cpus: float = 0.0
     """CPUs each actor reserves (0 lets many I/O-bound actors share a small machine)."""
+    actor_resources: dict[str, float] = field(default_factory=dict)
+    """Custom Ray resources each actor reserves: ``{"rollout": 1}`` keeps the actors on the nodes started with
+    ``ray start --resources='{"rollout": N}'`` (at most N actors there), e.g. off the head node."""
+    actor_scheduling: Literal["default", "spread"] = "default"
+    """Ray's placement of the actors: ``default`` packs them (the driver's node first), ``spread`` spreads them
+    over the nodes that fit (their env servers and sessions with them)."""
 
     def __post_init__(self) -> None:
         if self.num_actors < 1 or self.sessions_per_actor < 1:
@@ -105,6 +111,10 @@ class PoolConfig:
             raise ValueError(f"max_queued must be >= 1 or None, got {self.max_queued}")
         if self.write not in ("driver", "actors"):
             raise ValueError(f"write must be 'driver' or 'actors', got {self.write!r}")
+        if self.actor_scheduling not in ("default", "spread"):
+            raise ValueError(f"actor_scheduling must be 'default' or 'spread', got {self.actor_scheduling!r}")
+        if any(not isinstance(v, int | float) or v < 0 for v in self.actor_resources.values()):
+            raise ValueError(f"actor_resources must map resource names to amounts >= 0, got {self.actor_resources!r}")
         if self.client not in ("generic", "mcp"):
             raise ValueError(f"client must be 'generic' or 'mcp', got {self.client!r}")
 

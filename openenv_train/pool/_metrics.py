@@ -62,7 +62,7 @@ class PoolMetrics:
         return self.episodes / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def summary(self) -> dict[str, Any]:
-        """Plain numbers: counts, rates and mean latencies (ms)."""
+        """Plain numbers: counts, rates and mean latencies (ms); a fleet's per-server figures (``servers``)."""
         return {
             "episodes": self.episodes, "ok": self.ok, "failed": self.failed, "truncated": self.truncated,
             "retries": self.retries, "actor_failures": self.actor_failures, "stale_reruns": self.stale_reruns,
@@ -70,6 +70,7 @@ class PoolMetrics:
             "elapsed_s": round(self.elapsed_s, 3), "episodes_per_s": round(self.episodes_per_s, 3),
             "env_step_ms": round(1000 * self.env_step_s / self.env_steps, 3) if self.env_steps else None,
             "model_ms": round(1000 * self.model_s / self.model_calls, 3) if self.model_calls else None,
+            **({"servers": self.servers} if self.servers else {}),  # a fleet: per-server load, episodes, outages
         }
 
     def line(self) -> str:

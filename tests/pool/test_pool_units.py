@@ -21,7 +21,8 @@ def test_importing_the_pool_does_not_import_ray() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"num_actors": 0}, {"max_in_flight": 0}, {"episode_timeout_s": 0},
-                                 {"max_retries": -1}, {"max_staleness": -1}, {"client": "grpc"}])
+                                 {"max_retries": -1}, {"max_staleness": -1}, {"client": "grpc"},
+                                 {"actor_scheduling": "pack"}, {"actor_resources": {"rollout": -1}}])
 def test_config_refuses_bad_values(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         PoolConfig(**bad)  # type: ignore[arg-type]
