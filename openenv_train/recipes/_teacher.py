@@ -1,8 +1,9 @@
-"""A Wordle teacher whose moves teach the rule: each guess is a random answer word consistent with all feedback.
+"""A Wordle teacher whose moves teach the rule: a fixed opening, then each guess a random answer word consistent
+with all feedback.
 
-That policy wins about 98% of games over the answer list (Norvig's Jotto notebook), and unlike the expert solver's
-fixed opener and probe words its choices follow from the feedback alone, which a small model can imitate. Games are
-played against a precomputed feedback table (numpy), so thousands cost a second.
+That policy wins about 98-99% of games over the answer list (Norvig's Jotto notebook), and unlike the expert
+solver's probe words its choices after the opening follow from the feedback alone, which a small model can imitate.
+Games are played against a precomputed feedback table (numpy), so thousands cost a second.
 """
 
 from __future__ import annotations
