@@ -24,6 +24,7 @@ figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, opti
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -124,6 +125,7 @@ def _patch_profiling() -> None:
 
 
 def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)  # TRL builds each tool's JSON schema from its signature and docstring
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
