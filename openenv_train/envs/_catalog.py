@@ -10,8 +10,8 @@ from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
 from ..server import Environment, load_class
-from ._spiel_games import GAMES as SPIEL_GAMES
-from ._textarena_games import TEXTARENA_GAMES
+from .spiel_table import GAMES as SPIEL_GAMES
+from .textarena_table import TEXTARENA_GAMES
 
 __all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "register"]
 

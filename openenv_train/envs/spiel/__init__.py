@@ -3,7 +3,7 @@
 Needs the ``openspiel`` extra (``pip install 'openenv-train[openspiel]'``).
 """
 
-from .._spiel_games import GAMES, SpielGame
+from ..spiel_table import GAMES, SpielGame
 from ._env import SpielEnvironment, spiel_env
 from ._models import SpielObservation
 from ._opponents import SpielOpponent

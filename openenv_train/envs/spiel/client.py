@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ...client import TypedEnvClient
-from .._family import camel, family_client
-from .._spiel_games import GAMES
+from ..family import camel, family_client
 from ..openspiel import OpenSpielAction, OpenSpielState
+from ..spiel_table import GAMES
 from ._models import SpielObservation
 
 __all__ = ["GAME_CLIENTS", "SpielEnv"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...client import TypedEnvClient
-from .._family import camel, family_client
-from .._textarena_games import TEXTARENA_GAMES
+from ..family import camel, family_client
+from ..textarena_table import TEXTARENA_GAMES
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
 
 __all__ = ["GAME_CLIENTS", "TextArenaEnv"]
