@@ -114,9 +114,11 @@ def test_space_ids_become_space_urls() -> None:
     assert RemoteProvider("http://example.test:8000", check_health=False).url == "http://example.test:8000"
 
 
-async def test_docker_provider_says_why_it_cannot_run_without_an_engine() -> None:
-    # With an engine, from_docker_image runs in tests/docker/test_from_docker_image.py (built images there).
-    if docker_available() is None:
-        pytest.skip("a Docker engine answers here; this checks the message given without one")
+async def test_docker_provider_says_why_it_cannot_run_without_an_engine(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # With an engine, from_docker_image runs in tests/docker/test_from_docker_image.py (built images there). An
+    # engine may answer on this machine (CI starts one before the suite): point the CLI at a socket nobody serves.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    assert docker_available() is not None
     with pytest.raises(ServerStartError, match="cannot run 'openenv-train/echo:latest': .*start a Docker engine"):
         await DockerProvider("openenv-train/echo:latest").start()
