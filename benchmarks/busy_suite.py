@@ -10,6 +10,7 @@ Usage::
     python benchmarks/busy_suite.py                       # the whole suite, 3 times
     python benchmarks/busy_suite.py -n 3 --timing         # the known timing-sensitive tests, 3 times
     python benchmarks/busy_suite.py -n 1 -- tests/harbor  # a subset: everything after -- goes to pytest
+    python benchmarks/busy_suite.py --logs out -- --durations=30  # the whole suite; full outputs in out/
 """
 
 from __future__ import annotations
@@ -54,11 +55,13 @@ def counts(summary: str) -> dict[str, int]:
     return found
 
 
-def run_once(pytest_args: list[str]) -> tuple[dict[str, int], float, str]:
-    """One pytest run: its counts, its wall time and the tail of its output."""
+def run_once(pytest_args: list[str], log: Path | None = None) -> tuple[dict[str, int], float, str]:
+    """One pytest run: its counts, its wall time and the tail of its output (all of it written to ``log``)."""
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *pytest_args], cwd=ROOT,
                           capture_output=True, text=True)
+    if log is not None:
+        log.write_text(done.stdout + done.stderr)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     summary = lines[-1] if lines else done.stderr[-500:]
     return counts(summary), time.monotonic() - start, "\n".join(lines[-30:])
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", "--runs", type=int, default=3, help="how many times to run the tests")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="hog processes (default: one per core)")
     parser.add_argument("--timing", action="store_true", help="run only the known timing-sensitive tests")
+    parser.add_argument("--logs", type=Path, help="write each run's whole output to LOGS/run-N.txt")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --); default the whole suite")
     args = parser.parse_args(argv)
     pytest_args = args.pytest_args or (TIMING if args.timing else [])
@@ -77,10 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     failed_runs = 0
     try:
         for run in range(1, args.runs + 1):
-            found, wall_s, tail = run_once(pytest_args)
+            log = None
+            if args.logs is not None:
+                args.logs.mkdir(parents=True, exist_ok=True)
+                log = args.logs / f"run-{run}.txt"
+            found, wall_s, tail = run_once(pytest_args, log)
             bad = found.get("failed", 0) + found.get("errors", 0)
             failed_runs += bad > 0 or not found
-            print(f"run {run}/{args.runs}: {found or 'no summary'} in {wall_s:.0f} s", flush=True)
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"run {run}/{args.runs}: {found or 'no summary'} in {wall_s:.0f} s (load average at the end: {load})",
+                  flush=True)
             if bad or not found:
                 print(tail, flush=True)
     finally:
