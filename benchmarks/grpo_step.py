@@ -16,7 +16,9 @@ tool result rendered as TRL renders it), so both paths send the model the same c
 Seconds per step (after one warm-up step) are split into generation, env, reward and optimizer. TRL's parts come
 from its own ``profiling_context`` timers (``transformers.generate``, the reward functions) plus timers around the
 env class's methods; on our path generation and env steps overlap (episodes run concurrently), so they are one
-figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, optimizer step)::
+figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, optimizer step). ``turns`` (model turns
+a game) and ``tokens`` (completion tokens a game, TRL's ``completions/mean_length``) say whether the paths played
+the same games: a gap in them is a gap in work, not in speed::
 
     python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--modes ours trl_env trl_single] [--json out.json]
 """
@@ -56,7 +58,8 @@ def _tools() -> list[dict[str, Any]]:
         del env  # its session closes before the server stops
     finally:
         cls.shutdown()
-    schema["function"].pop("return", None)
+    # The schema as TRL renders the env's method (``return`` included): both paths must show the model the same
+    # system prompt, or the tiny model, taught on one conversation, answers TRL's prompt with noise.
     return [schema], [str(first), *replies]  # type: ignore[return-value]
 
 
@@ -221,7 +224,11 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
     finally:
         for fn in cleanup:
             fn()
-    return _summary(measured[1:], games)
+    logs = [h for h in trainer.state.log_history if "completions/mean_length" in h][1:]  # after the warm-up
+    return {**_summary(measured[1:], games),
+            "completion_tokens": statistics.median(float(h["completions/mean_length"]) for h in logs),
+            "tool_calls_per_turn": statistics.median(float(h["tools/call_frequency"]) for h in logs)
+            if all("tools/call_frequency" in h for h in logs) else None}
 
 
 def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
@@ -234,7 +241,8 @@ def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
     return {"games": games, "step_s": step, "rollout_s": rollout, "generation_s": generate or None,
             "env_s": med("env") or None, "reward_s": med("reward"), "other_rollout_s": gas - rollout - med("reward"),
             "optimizer_s": step - gas, "steps": len(steps),
-            "model_turns_per_game": med("turns") or None, "env_calls_per_game": med("env#") / games or None}
+            # TRL's env path: one reset and one call per tool turn, and a last turn without a call
+            "model_turns_per_game": med("turns") or (med("env#") / games) or None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,14 +271,14 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
                 print(json.dumps(result), flush=True)
     print(f"\n{'games':>5} {'mode':<11} {'step s':>7} {'rollout':>8} {'gen':>6} {'env':>6} {'reward':>7} "
-          f"{'other':>6} {'optim':>6} {'vs trl_env':>10}")
+          f"{'other':>6} {'optim':>6} {'turns':>6} {'tokens':>7} {'vs trl_env':>10}")
     for r in results:
         ref = next((x for x in results if x["mode"] == "trl_env" and x["games"] == r["games"]), None)
         ratio = f"{ref['step_s'] / r['step_s']:.2f}x" if ref else "-"
         cell = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
         print(f"{r['games']:>5} {r['mode']:<11} {r['step_s']:>7.3f} {r['rollout_s']:>8.3f} {cell(r['generation_s']):>6} "
               f"{cell(r['env_s']):>6} {r['reward_s']:>7.3f} {r['other_rollout_s']:>6.3f} {r['optimizer_s']:>6.3f} "
-              f"{ratio:>10}")
+              f"{cell(r['model_turns_per_game']):>6} {r['completion_tokens']:>7.1f} {ratio:>10}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     return 0

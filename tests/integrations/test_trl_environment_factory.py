@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,20 @@ def test_mcp_env_tools_become_typed_methods() -> None:
         assert env.get_reward() == 0.0
     finally:
         cls.shutdown()
+
+
+def test_a_script_that_leaves_its_envs_alive_still_exits() -> None:
+    # A training script ends with TRL's env instances alive; their __del__ runs at interpreter exit, when the
+    # shared client loop no longer runs (it used to wait on that loop forever).
+    script = textwrap.dedent("""
+        from openenv_train.integrations.trl import make_environment_factory
+        cls = make_environment_factory("counter", max_sessions=2)
+        env = cls()
+        env.reset()
+        print("played", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "played" in done.stdout, done.stderr[-2000:]
 
 
 def test_action_schema_env_gets_a_step_tool_and_reward() -> None:

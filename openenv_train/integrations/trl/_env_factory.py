@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
@@ -94,11 +95,14 @@ class EnvTools:
 
     def __del__(self) -> None:
         client = getattr(self, "client", None)
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # interpreter shutdown, or the server is gone
-                pass
+        # At interpreter exit the shared loop's thread no longer runs, and waiting on it hung the process for good;
+        # the socket closes with the process and the server ends the session then.
+        if client is None or sys.is_finalizing():
+            return
+        try:
+            client.run(client.client.close(), 10.0)
+        except Exception:  # the server is gone, or the close did not finish in time
+            pass
 
 
 def _mcp_call(self: EnvTools, arguments: dict[str, Any], *, name: str) -> str:
