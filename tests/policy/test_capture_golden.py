@@ -75,8 +75,9 @@ def test_seeded_episodes_capture_the_same_turns_as_before(tiny: tuple[Any, Any])
             for key in ("prompt_token_ids", "completion_token_ids", "loss_mask", "request", "response", "metadata",
                         "continued"):
                 assert a[key] == b[key], f"episode {e} turn {t}: {key} differs"
-            # the same forward passes; a rewritten decode loop may differ in the last bits of a float, no more
-            assert a["per_token_logps"] == pytest.approx(b["per_token_logps"], abs=1e-5, rel=0), \
+            # the same forward passes; a rewritten decode loop, or another CPU's float32 kernels (the file was
+            # written on another machine; on an AVX-512 one they differ by up to 1.5e-6 relative), change the last bits only
+            assert a["per_token_logps"] == pytest.approx(b["per_token_logps"], abs=1e-5, rel=1e-5), \
                 f"episode {e} turn {t}: logprobs differ"
     assert all(turn["continued"] for episode in now for turn in episode[1:]), "later turns reuse the earlier ids"
 

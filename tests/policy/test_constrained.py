@@ -46,7 +46,8 @@ async def test_choices_only_greedy_and_sampled_batched_with_free_rows(tiny: tupl
     assert max(r.info["batch_rows"] for r in results) > 4  # rows shared batches with others
     for result, solo in zip(results[:3], alone, strict=True):  # unconstrained rows are untouched by the others
         assert result.choices[0].token_ids == solo.choices[0].token_ids
-        assert result.choices[0].logprobs == pytest.approx(solo.choices[0].logprobs, abs=1e-5)
+        # float32 matmuls of another batch shape round differently (seen: 4e-6 relative on an AVX-512 machine)
+        assert result.choices[0].logprobs == pytest.approx(solo.choices[0].logprobs, abs=1e-5, rel=1e-5)
     produced = set()
     for result in results[3:]:
         (choice,) = result.choices

@@ -67,8 +67,9 @@ def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], 
     for i, (new, old) in enumerate(zip(now, golden, strict=True)):
         for key in ("token_ids", "text", "finish_reason", "error"):
             assert new[key] == old[key], f"row {i}: {key} differs"
-        # the same model, batch and draws; a rewritten decode step may differ in the last bits of a float, no more
-        assert new["logprobs"] == pytest.approx(old["logprobs"], abs=1e-5, rel=0), f"row {i}: logprobs differ"
+        # the same model, batch and draws; a rewritten decode step, or another CPU's float32 kernels (the file was
+        # written on another machine; on an AVX-512 one they differ by up to 1.5e-6 relative), change the last bits only
+        assert new["logprobs"] == pytest.approx(old["logprobs"], abs=1e-5, rel=1e-5), f"row {i}: logprobs differ"
 
 
 if __name__ == "__main__":
