@@ -102,6 +102,7 @@ class RolloutActor:
             if outcome["status"] == "retry":
                 await self._heal(generation)
         outcome["server_restarts"] = self.server_restarts
+        outcome["actor_pid"] = os.getpid()
         outcome["url"] = self.url()
         return outcome
 

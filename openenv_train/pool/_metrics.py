@@ -27,7 +27,7 @@ class PoolMetrics:
     model_calls: int = 0
     model_s: float = 0.0
     episode_s: float = 0.0
-    server_restarts: dict[int, int] = field(default_factory=dict)
+    server_restarts: dict[tuple[int, int | None], int] = field(default_factory=dict)
     servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Fleets: per-server load, health and counts, by URL (see ``ServerStats``)."""
     last_at: float | None = None
@@ -50,7 +50,8 @@ class PoolMetrics:
         self.model_s += timings.get("model_s", 0.0)
         self.episode_s += timings.get("total_s", 0.0)
         if actor is not None and "server_restarts" in outcome:
-            self.server_restarts[actor] = int(outcome["server_restarts"])
+            # an actor's count starts again at 0 when Ray restarts it: one count per incarnation (process)
+            self.server_restarts[(actor, outcome.get("actor_pid"))] = int(outcome["server_restarts"])
 
     @property
     def elapsed_s(self) -> float:

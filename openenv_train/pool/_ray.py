@@ -53,8 +53,12 @@ def start_private_ray(num_cpus: int | None = None, *, log_to_driver: bool = True
     saved = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
+        # Ray starts its workers at nice 15; the pool's actors and the env servers they start are the job's own
+        # work, and beside any other busy process on the machine they then got a few percent of a core (actor
+        # restarts took minutes under a CPU hog). They run at the driver's priority instead.
         ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=log_to_driver)
+                 _node_ip_address="127.0.0.1", log_to_driver=log_to_driver,
+                 _system_config={"worker_niceness": 0})
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise RayUnavailable(f"cannot start a local Ray: {exc}") from None
     finally:

@@ -30,3 +30,21 @@ async def stuck(observation: Any) -> dict[str, str]:
 def broken(observation: Any) -> dict[str, str]:
     """A policy with a bug."""
     raise RuntimeError("policy bug")
+
+
+def actor_ready(ray: Any, actor: Any, timeout_s: float = 300.0) -> dict[str, Any]:
+    """``actor.ready()`` (starting its env server if it died), waiting out a Ray restart of the actor itself.
+
+    A call to an actor that Ray is restarting fails at once with ``ActorUnavailableError``; on a busy machine the
+    restart takes a while, so ask again until ``timeout_s``.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return dict(ray.get(actor.ready.remote(), timeout=max(1.0, deadline - time.monotonic())))
+        except ray.exceptions.ActorUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -14,7 +14,7 @@ from tests.pool import _support
 
 
 def _server_pids(ray: Any, pool: RolloutPool) -> list[int]:
-    return [ray.get(actor.ready.remote(), timeout=60)["server_pid"] for actor in pool.actors]
+    return [_support.actor_ready(ray, actor)["server_pid"] for actor in pool.actors]
 
 
 def _exactly_once(rows: list[Any], stored: list[Any], expected: int) -> None:
@@ -50,7 +50,7 @@ def test_killed_actor_is_restarted_and_its_episodes_redispatched(ray_local: Any,
         ray_local.kill(pool.actors[0], no_restart=False)
         rows += list(stream)
         metrics = pool.metrics.summary()
-        assert ray_local.get(pool.actors[0].ready.remote(), timeout=60)["server_pid"]  # restarted, serving again
+        assert _support.actor_ready(ray_local, pool.actors[0])["server_pid"]  # restarted, serving again
     _exactly_once(rows, read_traces(tmp_path), 20)
     assert all(r.ok for r in rows)
     assert metrics["actor_failures"] >= 1 and metrics["retries"] >= 1
