@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --); default the whole suite")
     args = parser.parse_args(argv)
     pytest_args = args.pytest_args or (TIMING if args.timing else [])
+    # SIGTERM ends the script through its finally: the hog and the running pytest are stopped, not left spinning
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     hogs = start_hog(args.cores)
     print(f"hog: {args.cores} spinning processes, pids {[h.pid for h in hogs]}", flush=True)
     failed_runs = 0
