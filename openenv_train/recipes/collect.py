@@ -47,7 +47,7 @@ class CollectConfig:
     ray_address: str | None = None
     show_progress: bool = True
     pool: dict[str, Any] = field(default_factory=dict)
-    """More :class:`~openenv_train.pool.PoolConfig` fields (``pool={max_in_flight: 16}``); those above are set there."""
+    """More :class:`~openenv_train.pool.PoolConfig` fields (``pool={max_in_flight: 16}``); not those set above."""
 
     def __post_init__(self) -> None:
         from ..pool import PoolConfig
@@ -59,7 +59,7 @@ class CollectConfig:
         if unknown:
             raise ValueError(f"unknown option(s) {', '.join('pool.' + k for k in unknown)}; options of pool: "
                              f"{', '.join(known)}")
-        # the options above (and the run's name) are the pool's: one place for each
+        # the options above (and the run's name, the rows' run_id) go to the pool too: one place for each
         top = {f.name: f.name for f in dataclasses.fields(self) if f.name in known} | {"run_id": "name"}
         twice = sorted(set(self.pool) & set(top))
         if twice:
