@@ -39,7 +39,7 @@ def _model(path: Path) -> tuple[Any, Any]:
 
 
 def _agent() -> Any:
-    from openenv_train.recipes._wordle import WordleAgent  # the recipe's own agent loop: the workload measured
+    from openenv_train.recipes.grpo_wordle import WordleAgent  # the recipe's own agent loop: the workload measured
 
     return WordleAgent(constrained=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -9,7 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..pool import PoolConfig
 from ._app import app, err, fail
+from ._options import config_values, with_config_options
 
 _SCRIPTED = {"wordle": "wordle-solver", "openenv_train.envs.wordle:WordleEnvironment": "wordle-solver"}
 """Envs with a scripted solver, and the collect recipe's name for it."""
@@ -30,7 +33,14 @@ def _policy_spec(env: str, policy: str) -> str:
                      "(build a tiny offline model with openenv_train.policy.build_tiny_model(path))")
 
 
+#: The pool options of ``collect`` (PoolConfig's fields, help written there), with the command's defaults.
+POOL_OPTIONS = {"num_actors": 1, "sessions_per_actor": 4, "max_turns": 12, "episode_timeout_s": 120.0,
+                "ray_address": None, "show_progress": False, "server_capacity": None}
+_POOL_FLAGS = {"episode_timeout_s": "--episode-timeout", "show_progress": "--progress"}
+
+
 @app.command()
+@with_config_options(PoolConfig, at=6, defaults=POOL_OPTIONS, flags=_POOL_FLAGS)
 def collect(
     env: Annotated[str, typer.Argument(help="Catalog name, package.module:ClassName, a running server's URL, or a "
                                             "fleet of servers: URL1,URL2,... or a file listing URLs (one a line).")],
@@ -41,16 +51,9 @@ def collect(
                                                                  "DIR/summary.json. Episodes already there are skipped.")],
     num_generations: Annotated[int, typer.Option(help="Episodes per seed (GRPO groups); -n counts seeds then.")] = 1,
     seed: Annotated[int, typer.Option(help="First reset seed.")] = 0,
-    num_actors: Annotated[int, typer.Option(help="Ray actors (each starts its own env server).")] = 1,
-    sessions_per_actor: Annotated[int, typer.Option(help="Concurrent episodes per actor.")] = 4,
-    max_turns: Annotated[int, typer.Option(help="Most policy turns per episode (then it is truncated).")] = 12,
-    episode_timeout: Annotated[float, typer.Option(help="Seconds an episode may take.")] = 120.0,
     max_tokens: Annotated[int, typer.Option(help="Most tokens per model reply (model and URL policies).")] = 128,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (model and URL policies).")] = 1.0,
-    ray_address: Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local Ray).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = False,
-    server_capacity: Annotated[int | None, typer.Option(help="Fleets: sessions per server (default: what each "
-                                                               "server's /metadata publishes, else no cap).")] = None,
+    **pool_options: Any,
 ) -> None:
     """Play N episodes of ENV with a policy in the Ray rollout pool; write TrainingTrace rows (Parquet).
 
@@ -58,20 +61,19 @@ def collect(
     """
     from ..recipes.collect import CollectConfig, run
 
-    pool: dict[str, Any] = {}
+    values = config_values(PoolConfig, pool_options)
+    own = {f.name for f in dataclasses.fields(CollectConfig)}  # the recipe's own pool options; the rest go in pool
+    pool: dict[str, Any] = {k: v for k, v in values.items() if k not in own and v is not None}
     if ":" in env:  # a module:Class of the working directory: the env servers import it from there
         sys.path.insert(0, os.getcwd())
         pool["env_vars"] = {"PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
-    if server_capacity is not None:
-        pool["server_capacity"] = server_capacity
     if policy not in ("scripted", "random"):
         pool["sampling"] = {"max_tokens": max_tokens, "temperature": temperature}
     try:
         spec = _policy_spec(env, policy)
         cfg = CollectConfig(name=output.resolve().name, output_dir=str(output.resolve().parent), env=env, policy=spec,
-                            tasks=episodes, num_generations=num_generations, seed=seed, num_actors=num_actors,
-                            sessions_per_actor=sessions_per_actor, max_turns=max_turns, episode_timeout_s=episode_timeout,
-                            ray_address=ray_address, show_progress=progress, pool=pool)
+                            tasks=episodes, num_generations=num_generations, seed=seed, pool=pool,
+                            **{k: v for k, v in values.items() if k in own})
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     try:

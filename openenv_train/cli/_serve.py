@@ -2,40 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from ..core import ConfigOption, EnvLoadError, config_argv, config_options
+from ..core import EnvLoadError, config_argv
+from ..server import ServerConfig
 from ._app import app, err, fail
-
-
-def _config_parameters() -> list[inspect.Parameter]:
-    """``serve``'s server options, one per command-line field of :class:`~openenv_train.server.ServerConfig`."""
-    from ..server import ServerConfig
-
-    def flag(o: ConfigOption) -> str:
-        return f"{o.flag}/--no-{o.flag[2:]}" if o.type is bool else o.flag
-
-    return [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=Annotated[
-        o.type, typer.Option(flag(o), help=o.help, hidden=o.hidden, envvar=o.envvar)])
-        for o in config_options(ServerConfig)]
-
-
-def _with_config_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give ``command`` (which takes ``**config``) the options of ServerConfig's fields, as typer reads them."""
-    signature = inspect.signature(command, eval_str=True)
-    params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    params = [*params[:2], *_config_parameters(), *(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[2:])]
-    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    return command
+from ._options import config_values, with_config_options
 
 
 @app.command()
-@_with_config_options
+@with_config_options(ServerConfig, at=2)  # serve's server options: ServerConfig's command-line fields
 def serve(
     ctx: typer.Context,
     env: Annotated[str | None, typer.Argument(help="Catalog name (see 'openenv-train catalog'), package.module:ClassName, "
@@ -56,9 +35,9 @@ def serve(
     The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields.
     """
     from ..envs import load_env_class
-    from ..server import ServerConfig, run_server
+    from ..server import run_server
 
-    values = {o.name: o.from_cli(config[o.name]) for o in config_options(ServerConfig)}
+    values = config_values(ServerConfig, config)
     uds, token_file = values["uds"], values["token_file"]
     if env is None:
         if not os.path.isfile("openenv.yaml"):

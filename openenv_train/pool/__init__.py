@@ -1,6 +1,7 @@
 """The Ray rollout pool: actors, dispatch, backpressure and failure handling (see DESIGN.md).
 
-Ray is imported only when a pool starts; importing this package does not import it.
+Ray is imported only when a pool starts; importing this package does not import it. Only :class:`PoolConfig`
+loads with the package (the CLI builds options from it); the rest loads on first use.
 
 - :class:`RolloutPool`: ``submit``/``as_completed``/``run`` episodes over Ray actors, rows to a TraceWriter.
 - :class:`Fleet`: env server fleets (``env=[URL, ...]``), balanced with health checks.
@@ -9,18 +10,25 @@ Ray is imported only when a pool starts; importing this package does not import 
 - Agent loops: :class:`ScriptedAgent`, :class:`TextAgent`, :class:`ToolAgent`, or any ``async (ctx) -> None``.
 """
 
-from ._actor import RolloutActor, is_url
-from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_action, render_observation
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._config import PoolConfig
-from ._context import EpisodeContext, Truncated
-from ._episode import EpisodeSpec, make_groups
-from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
-from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
-from ._metrics import PoolMetrics
-from ._policy import ChatPolicy, ModelReply, PolicyCallError
-from ._pool import RolloutPool
-from ._ray import start_private_ray
-from ._rows import Job, build_row
+
+if TYPE_CHECKING:
+    from ._actor import RolloutActor, is_url
+    from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_action, render_observation
+    from ._context import EpisodeContext, Truncated
+    from ._episode import EpisodeSpec, make_groups
+    from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
+    from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
+    from ._metrics import PoolMetrics
+    from ._policy import ChatPolicy, ModelReply, PolicyCallError
+    from ._pool import RolloutPool
+    from ._ray import start_private_ray
+    from ._rows import Job, build_row
 
 __all__ = [
     "AgentLoop",
@@ -54,3 +62,45 @@ __all__ = [
     "render_observation",
     "start_private_ray",
 ]
+
+_LAZY = {
+    "RolloutActor": "_actor",
+    "is_url": "_actor",
+    "AgentLoop": "_agents",
+    "ScriptedAgent": "_agents",
+    "TextAgent": "_agents",
+    "ToolAgent": "_agents",
+    "message_action": "_agents",
+    "render_observation": "_agents",
+    "EpisodeContext": "_context",
+    "Truncated": "_context",
+    "EpisodeSpec": "_episode",
+    "make_groups": "_episode",
+    "EpisodeTimeout": "_errors",
+    "NoLiveActors": "_errors",
+    "PoolClosed": "_errors",
+    "PoolError": "_errors",
+    "RayUnavailable": "_errors",
+    "Fleet": "_fleet",
+    "ServerStats": "_fleet",
+    "fleet_urls": "_fleet",
+    "published_capacity": "_fleet",
+    "PoolMetrics": "_metrics",
+    "ChatPolicy": "_policy",
+    "ModelReply": "_policy",
+    "PolicyCallError": "_policy",
+    "RolloutPool": "_pool",
+    "start_private_ray": "_ray",
+    "Job": "_rows",
+    "build_row": "_rows",
+}
+"""Each name but PoolConfig, and its module: loaded on first use (the actor brings the trace and policy packages)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value

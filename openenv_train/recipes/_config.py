@@ -44,6 +44,31 @@ def _check_keys(cls: Any, values: dict[str, Any], where: str) -> None:
             _check_keys(hints[key], value, f"{where}{key}.")
 
 
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
+
+
+def _with_defaults(cls: Any, given: dict[str, Any], default: Any) -> dict[str, Any]:
+    """``given`` (options of ``cls``) completed, section by section, with the fields of ``default`` it leaves out.
+
+    A section given in part keeps the rest of its parent's default (what the parent's ``default_factory``
+    builds, e.g. a recipe's own pool sizes), not the section class's defaults.
+    """
+    hints, out = _hints(cls), dict(given)
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        own = getattr(default, f.name) if default is not None else _field_default(f)
+        if f.name in given:
+            if _is_section(hints[f.name]) and isinstance(given[f.name], dict):
+                out[f.name] = _with_defaults(hints[f.name], given[f.name], own)
+        elif default is not None:
+            out[f.name] = own
+    return out
+
+
 def _override(cls: Any, values: dict[str, Any], item: str) -> None:
     key, sep, raw = item.partition("=")
     if not sep:
@@ -76,7 +101,9 @@ def _validation_message(exc: Any) -> str:
     parts = []
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"])
-        parts.append(f"option {loc}: {error['msg']} (got {error.get('input')!r})" if loc else error["msg"])
+        given = error.get("input")
+        got = "" if isinstance(given, dict) else f" (got {given!r})"  # a whole section says less than the message
+        parts.append(f"option {loc}: {error['msg']}{got}" if loc else error["msg"])
     return "; ".join(parts)
 
 
@@ -84,7 +111,8 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
     """Build ``cls`` from its defaults, then a YAML file, then ``key=value`` overrides.
 
     Sections are nested dataclasses: YAML mappings in the file, dotted keys in overrides
-    (``grpo.learning_rate=1e-5``). Values are checked against the field types.
+    (``grpo.learning_rate=1e-5``). A section given in part keeps its other values from the section's default
+    (the field's ``default_factory``, e.g. the recipe's own pool sizes). Values are checked against the field types.
 
     Raises:
         ValueError: an unknown key (the message lists the valid ones), a value of the wrong type, or a file
@@ -112,7 +140,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
         except (yaml.YAMLError, ValueError) as exc:
             raise ValueError(f"override {item[:200]!r}: {exc}") from None
     try:
-        return pydantic.TypeAdapter(cls).validate_python(values)
+        return pydantic.TypeAdapter(cls).validate_python(_with_defaults(cls, values, None))
     except pydantic.ValidationError as exc:
         raise ValueError(_validation_message(exc)) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,22 +33,25 @@ class WordleGames:
     """The pool, its policy endpoint and the trace writer: plays sets of games with the backend each phase sets."""
 
     def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
-        from ..policy import PolicyServer, ScriptedBackend
-        from ..pool import PoolConfig, RolloutPool
-        from ..trace import CaptureStore, TraceWriter
+        from ..policy import ScriptedBackend, captured_policy
+        from ..pool import RolloutPool
+        from ..trace import TraceWriter
         from ._wordle import WordleAgent
 
-        self.writer = TraceWriter(out, resume=True)
-        self.capture = CaptureStore()
-        # every phase sets its own backend (play); until then the endpoint has nothing to say
-        self.server = PolicyServer(ScriptedBackend(lambda _: ""), capture=self.capture, token="").run_in_thread()
-        pool_cfg = PoolConfig(num_actors=cfg.pool.num_actors, sessions_per_actor=cfg.pool.sessions_per_actor,
-                              max_turns=cfg.env.max_turns, episode_timeout_s=cfg.pool.episode_timeout_s,
-                              ray_address=cfg.pool.ray_address, ray_num_cpus=cfg.pool.ray_num_cpus,
-                              sandbox=_sandbox(cfg), show_progress=cfg.show_progress, run_id=cfg.output.name)
-        agent = WordleAgent(cfg.constrained, cfg.env.system_prompt)
-        self.pool = RolloutPool(cfg.env.url or "wordle", self.server.base_url, agent=agent,
-                                config=pool_cfg, writer=self.writer, capture=self.capture).start()
+        # closed in reverse: the pool (it flushes the writer), the policy endpoint, the writer
+        self._stack = contextlib.ExitStack()
+        try:
+            self.writer = self._stack.enter_context(TraceWriter(out, resume=True))
+            # every phase sets its own backend (play); until then the endpoint has nothing to say
+            served = self._stack.enter_context(captured_policy(ScriptedBackend(lambda _: "")))
+            self.server, self.capture = served.server, served.capture
+            agent = WordleAgent(cfg.constrained, cfg.env.system_prompt)
+            self.pool = self._stack.enter_context(RolloutPool(
+                cfg.env.url or "wordle", served.base_url, agent=agent, config=cfg.pool_config(sandbox=_sandbox(cfg)),
+                writer=self.writer, capture=self.capture))
+        except BaseException:
+            self._stack.close()
+            raise
 
     def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
         """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
@@ -61,11 +65,8 @@ class WordleGames:
         return rows
 
     def close(self) -> None:
-        try:
-            self.pool.close()
-        finally:
-            self.server.close()
-            self.writer.close()
+        """Stop the pool, the policy endpoint and the writer (each even when an earlier one fails)."""
+        self._stack.close()
 
 
 class GamesFailed(RuntimeError):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..pool import PoolConfig
 from ._training import ModelSection, SFTSection
 
-__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig", "OutputSection", "PoolSection",
-           "TeacherSection"]
+__all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
+           "OutputSection", "PoolSection", "TeacherSection", "recipe_pool"]
 
 
 @dataclass
@@ -25,17 +29,29 @@ class EnvSection:
     """A first system message for every game (e.g. the rules, for a pretrained ``--model``); none by default."""
 
 
-@dataclass
-class PoolSection:
-    """The Ray rollout pool."""
+def recipe_pool(**fields: Any) -> PoolConfig:
+    """The ``pool`` section's defaults: a :class:`~openenv_train.pool.PoolConfig` with the recipe's own values.
 
-    num_actors: int = 2
-    sessions_per_actor: int = 50
-    """Concurrent games per actor: 2 x 50 plays a whole 100-secret evaluation in one wave."""
-    ray_address: str | None = None
-    """An existing Ray cluster (``auto``, ``ray://host:10001``); null starts a local one."""
-    ray_num_cpus: int | None = None
-    episode_timeout_s: float = 120.0
+    2 actors x 50 sessions play a whole 100-secret evaluation in one wave; a game gets 120 s. Every other field
+    keeps PoolConfig's default; ``fields`` replace any of them.
+    """
+    return PoolConfig(**{"num_actors": 2, "sessions_per_actor": 50, "episode_timeout_s": 120.0, **fields})
+
+
+def PoolSection(**fields: Any) -> PoolConfig:  # noqa: N802 (the section's former class name)
+    """Deprecated: the ``pool`` section is a :class:`~openenv_train.pool.PoolConfig`; use :func:`recipe_pool`."""
+    warnings.warn("PoolSection is deprecated and will be removed in the next release: the pool section is a "
+                  "PoolConfig; use recipe_pool(**fields) for one with the recipe's defaults", DeprecationWarning,
+                  stacklevel=2)
+    return recipe_pool(**fields)
+
+
+#: The rubric that scores the GRPO games: ``grpo.reward_weights`` names its components.
+REWARD_RUBRIC = "wordle"
+
+#: PoolConfig fields the recipe sets from its other options: ``pool.<field>`` must keep PoolConfig's default.
+SET_ELSEWHERE = {"max_turns": "env.max_turns", "sandbox": "env.sandbox", "show_progress": "show_progress",
+                 "run_id": "output.name"}
 
 
 @dataclass
@@ -85,7 +101,8 @@ class GRPOSection:
     """Tokens the model may write per guess."""
     reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "speed": 0.5, "consistent": 0.5,
                                                                        "invalid_guesses": -0.5})
-    """Reward components (``env`` = the game's reward, or any component of the ``wordle`` rubric) and weights."""
+    """Reward components and weights: ``env`` (the game's reward) or any score of the ``wordle`` rubric
+    (:data:`REWARD_RUBRIC`; its ``component_names``, the total ``wordle`` included)."""
     save_steps: int = 10
     """Checkpoint every this many steps (and at the end)."""
     use_vllm: bool = False
@@ -103,10 +120,12 @@ class GRPOSection:
                              f"got {self.num_generations}")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
-        names = {"env", *(part.name for part in get_rubric("wordle").children)}
+        # the rollout returns the env's reward and every score the rubric reports (make_rollout_func's reward_<name>)
+        names = {"env", *get_rubric(REWARD_RUBRIC).component_names}
         unknown = sorted(set(self.reward_weights) - names)
         if unknown or not self.reward_weights:
-            raise ValueError(f"grpo.reward_weights: unknown component(s) {unknown}; components: {sorted(names)}")
+            raise ValueError(f"grpo.reward_weights: {f'unknown component(s) {unknown}' if unknown else 'none given'}; "
+                             f"components: {sorted(names)}")
 
 
 @dataclass
@@ -144,7 +163,9 @@ class GrpoWordleConfig:
     endpoint); it removes illegal words only, never ones that contradict the feedback."""
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
-    pool: PoolSection = field(default_factory=PoolSection)
+    pool: PoolConfig = field(default_factory=recipe_pool)
+    """The Ray rollout pool: any :class:`~openenv_train.pool.PoolConfig` field (``pool.max_retries=0``), defaults
+    from :func:`recipe_pool`, except those of :data:`SET_ELSEWHERE` (``env.max_turns``, ...)."""
     teacher: TeacherSection = field(default_factory=TeacherSection)
     sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=600.0))
     grpo: GRPOSection = field(default_factory=GRPOSection)
@@ -163,6 +184,20 @@ class GrpoWordleConfig:
         rng = random.Random(self.seed + 1)
         return held, sft, [rng.choice(rest) for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
 
+    def pool_config(self, *, sandbox: bool) -> PoolConfig:
+        """The pool's config: the ``pool`` section plus the fields the other sections set (:data:`SET_ELSEWHERE`).
+
+        Args:
+            sandbox: run the env servers in the OS sandbox (``env.sandbox`` resolved against the machine).
+        """
+        return dataclasses.replace(self.pool, max_turns=self.env.max_turns, sandbox=sandbox,
+                                   show_progress=self.show_progress, run_id=self.output.name)
+
     def __post_init__(self) -> None:
         if self.env.sandbox not in ("on", "auto", "off"):
             raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")
+        defaults = {f.name: f.default for f in dataclasses.fields(PoolConfig)}
+        for name, owner in SET_ELSEWHERE.items():
+            if getattr(self.pool, name) != defaults[name]:
+                raise ValueError(f"pool.{name} is set by {owner} in this recipe: set {owner} instead "
+                                 f"(got pool.{name}={getattr(self.pool, name)!r})")

@@ -11,6 +11,7 @@ Output: ``<output_dir>/<name>/traces/*.parquet`` (resumable: written episodes ar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import random
@@ -46,11 +47,23 @@ class CollectConfig:
     ray_address: str | None = None
     show_progress: bool = True
     pool: dict[str, Any] = field(default_factory=dict)
-    """More :class:`~openenv_train.pool.PoolConfig` fields."""
+    """More :class:`~openenv_train.pool.PoolConfig` fields (``pool={max_in_flight: 16}``); not those set above."""
 
     def __post_init__(self) -> None:
+        from ..pool import PoolConfig
+
         if self.tasks < 1 or self.num_generations < 1:
             raise ValueError(f"tasks and num_generations must be >= 1, got {self.tasks} and {self.num_generations}")
+        known = [f.name for f in dataclasses.fields(PoolConfig)]
+        unknown = sorted(set(self.pool) - set(known))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join('pool.' + k for k in unknown)}; options of pool: "
+                             f"{', '.join(known)}")
+        # the options above (and the run's name, the rows' run_id) go to the pool too: one place for each
+        top = {f.name: f.name for f in dataclasses.fields(self) if f.name in known} | {"run_id": "name"}
+        twice = sorted(set(self.pool) & set(top))
+        if twice:
+            raise ValueError(f"pool.{twice[0]} is the recipe's option {top[twice[0]]}: set {top[twice[0]]} instead")
 
 
 def random_action(schema: dict[str, Any], *, seed: int | None = None, rng: random.Random | None = None) -> Any:

@@ -35,10 +35,21 @@ from ._games import GamesFailed, WordleGames, check_games
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
 from ._training import cpu_settings, load_model, log_callback, quiet_trainer, train_sft
-from ._wordle_config import EnvSection, EvalSection, GRPOSection, GrpoWordleConfig, OutputSection, PoolSection, TeacherSection
+from ._wordle import WordleAgent
+from ._wordle_config import (
+    REWARD_RUBRIC,
+    EnvSection,
+    EvalSection,
+    GRPOSection,
+    GrpoWordleConfig,
+    OutputSection,
+    PoolSection,
+    TeacherSection,
+    recipe_pool,
+)
 
 __all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection",
-           "PoolSection", "TeacherSection", "main", "run"]
+           "PoolSection", "TeacherSection", "WordleAgent", "main", "recipe_pool", "run"]
 
 console = Console()
 logger = logging.getLogger(__name__)
@@ -137,6 +148,7 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
     from trl import GRPOConfig, GRPOTrainer
 
     from ..integrations.trl import field_reward, make_rollout_func
+    from ..policy import v1_url
     from ..rubrics import get_rubric
     from ._wordle import game_metrics
 
@@ -144,9 +156,9 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
     budget = Budget(g.budget_s or 1e9)
     line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
                                                 "frac_reward_zero_std": "flat groups"})
-    rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=get_rubric("wordle"),
+    rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=get_rubric(REWARD_RUBRIC),
                                 per_turn_tokens=g.per_turn_tokens, episode_prefix="grpo-",
-                                policy_url=f"{g.vllm_url.rstrip('/')}/v1" if g.use_vllm else None)
+                                policy_url=v1_url(g.vllm_url) if g.use_vllm else None)
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         fields = rollout(prompts, trainer)

@@ -109,6 +109,12 @@ class Rubric:
         """This rubric and every nested one, depth first."""
         return [self, *(r for child in self.children for r in child.walk())]
 
+    @property
+    def component_names(self) -> list[str]:
+        """The names its results report scores under (``RubricResult.components``): this rubric's and every
+        nested one's, depth first (a composite's total goes under its own name)."""
+        return [r.name for r in self.walk()]
+
     async def evaluate(self, row: TraceRow) -> RubricResult:
         """Score ``row`` and build the result (composites override this; errors propagate)."""
         value = self.score(row)

@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 
 from openenv_train.envs.wordle import valid_guesses
-from openenv_train.policy import FixedSampling, LocalBackend, build_char_tokenizer, build_tiny_model, parse_chat_request
+from openenv_train.policy import (
+    Constraint,
+    FixedSampling,
+    LocalBackend,
+    build_char_tokenizer,
+    build_tiny_model,
+    parse_chat_request,
+)
 from openenv_train.policy._guide import ChoiceGuide, ExcludingGuide, Guide, GuideCache
-from openenv_train.policy import Constraint
 
 WORDS = sorted(valid_guesses())
 

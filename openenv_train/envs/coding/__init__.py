@@ -1,9 +1,9 @@
 """The coding env: write Python in the OS sandbox; a submit runs hidden unit tests (reward: fraction passed)."""
 
+from ..sandboxing import RunLimits, RunObservation
 from ._env import CodingEnvironment
 from ._grader import CaseResult
 from ._models import CodingAction, CodingObservation, CodingState
-from ._sandboxing import RunLimits, RunObservation
 from ._tasks import CodingTask, HiddenTest, bundled_tasks, choose_task
 from .client import CodingEnv
 

@@ -7,9 +7,9 @@ from importlib import resources
 
 from ...sandbox import Sandbox
 from ...server import Environment
+from ..sandboxing import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox, run_fields
 from ._grader import grade
 from ._models import CodingAction, CodingObservation, CodingState
-from ._sandboxing import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox, run_fields
 from ._tasks import CodingTask, choose_task
 
 __all__ = ["CodingEnvironment"]

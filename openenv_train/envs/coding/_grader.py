@@ -10,7 +10,7 @@ from importlib import resources
 
 from pydantic import BaseModel, Field
 
-from ._sandboxing import MAX_WALL_TIME_S, RunLimits, open_sandbox
+from ..sandboxing import MAX_WALL_TIME_S, RunLimits, open_sandbox
 from ._tasks import CodingTask
 
 __all__ = ["CaseResult", "Grade", "grade"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from ...core import Action, State
+from ..sandboxing import RunObservation
 from ._grader import CaseResult
-from ._sandboxing import RunObservation
 
 __all__ = ["MAX_CODE_BYTES", "MAX_CODE_CHARS", "CodingAction", "CodingObservation", "CodingState"]
 

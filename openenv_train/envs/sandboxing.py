@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...core import Observation
-from ...sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxResult, SandboxUnavailable
+from ..core import Observation
+from ..sandbox import Sandbox, SandboxConfig, SandboxLimits, SandboxResult, SandboxUnavailable
 
 __all__ = [
     "DEFAULT_OUTPUT_BYTES",
