@@ -340,6 +340,9 @@ class RolloutPool:
                 self._struck_at[actor] = time.monotonic()
             error = {"status": "retry", "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
             outcomes = [error] * len(jobs)
+            if type(exc).__name__ == "ActorUnavailableError":  # restarting (slowly, on a busy machine): try later
+                for job in jobs:
+                    job.unavailable += 1
         else:
             self._strikes[actor] = 0
         for job, outcome in zip(jobs, outcomes, strict=True):
@@ -386,11 +389,11 @@ class RolloutPool:
         return []
 
     def _retry(self, job: Job, outcome: dict[str, Any]) -> TraceRow | None:
-        if job.attempt >= self.config.max_retries:
+        if job.attempt - job.unavailable >= self.config.max_retries:
             return self._finish(job, outcome, counted=True)
         self._discard_capture(job)
         job.attempt += 1
-        job.not_before = time.monotonic() + self.config.retry_backoff_s * 2 ** (job.attempt - 1)
+        job.not_before = time.monotonic() + self.config.retry_backoff_s * 2 ** min(job.attempt - 1, 5)
         self.metrics.retries += 1
         self._queue.appendleft(job)
         return None
@@ -447,7 +450,7 @@ class RolloutPool:
         """A fleet attempt is over: free its server's session and count it there."""
         if self.fleet is None or job.server is None:
             return
-        final = outcome["status"] != "retry" or job.attempt >= self.config.max_retries
+        final = outcome["status"] != "retry" or job.attempt - job.unavailable >= self.config.max_retries
         self.fleet.settle(job.server, outcome, final=final)
         job.server = None
 

@@ -26,6 +26,8 @@ class Job:
     dispatched_at: float = 0.0
     not_before: float = 0.0
     deadline: float = 0.0
+    unavailable: int = 0
+    """Attempts that met an actor Ray was restarting: they never ran, so they do not use the retry budget."""
 
 
 def build_row(job: Job, outcome: dict[str, Any], *, run_id: str, env: str, model: str | None,
