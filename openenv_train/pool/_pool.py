@@ -389,7 +389,7 @@ class RolloutPool:
         return []
 
     def _retry(self, job: Job, outcome: dict[str, Any]) -> TraceRow | None:
-        if job.attempt - job.unavailable >= self.config.max_retries:
+        if job.retries_used >= self.config.max_retries:
             return self._finish(job, outcome, counted=True)
         self._discard_capture(job)
         job.attempt += 1
@@ -450,7 +450,7 @@ class RolloutPool:
         """A fleet attempt is over: free its server's session and count it there."""
         if self.fleet is None or job.server is None:
             return
-        final = outcome["status"] != "retry" or job.attempt - job.unavailable >= self.config.max_retries
+        final = outcome["status"] != "retry" or job.retries_used >= self.config.max_retries
         self.fleet.settle(job.server, outcome, final=final)
         job.server = None
 

@@ -29,6 +29,11 @@ class Job:
     unavailable: int = 0
     """Attempts that met an actor Ray was restarting: they never ran, so they do not use the retry budget."""
 
+    @property
+    def retries_used(self) -> int:
+        """Attempts after the first that count against ``max_retries``."""
+        return self.attempt - self.unavailable
+
 
 def build_row(job: Job, outcome: dict[str, Any], *, run_id: str, env: str, model: str | None,
               trace: TrainingTrace | None, error: dict[str, str] | None = None) -> TraceRow:
