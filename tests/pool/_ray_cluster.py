@@ -1,0 +1,259 @@
+"""A multi-node Ray cluster on one machine for tests: a head and worker nodes, all on 127.0.0.1, token auth on.
+
+Every node is a ``ray start --block`` process in its own session whose pid this module keeps; the head is the
+plain ``ray`` CLI (in Ray's loopback mode), the worker nodes ``python -m tests.pool._ray_start`` (the same CLI,
+see that module for why). Nothing here calls ``ray stop`` (it stops every Ray on the machine): :meth:`stop`
+kills the nodes' processes by pid. The cluster lives in a private temp folder and has its own token, in a
+0600 file named by ``RAY_AUTH_TOKEN_PATH``; :attr:`LoopbackCluster.env` is the environment of its clients
+(drivers, ``ray job submit``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.pool._ray_head import LOOPBACK, RAY, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Ray settings for a slow, shared machine (2 CPUs under other test suites): a raylet or worker that is late is
+#: not given up on, a killed raylet is still seen dead within seconds (its health checks are refused at once).
+SLOW_MACHINE = {
+    "RAY_DASHBOARD_STARTUP_TIMEOUT_S": "600",  # `ray start --head` waits this long for its dashboard (default 60)
+    "RAY_worker_register_timeout_seconds": "180",  # a worker process registering with its raylet (default 60)
+    "RAY_gcs_rpc_server_reconnect_timeout_s": "300",  # raylets waiting for a busy GCS (default 60)
+    "RAY_gcs_server_request_timeout_seconds": "120",  # requests to the GCS, e.g. the node-info poll (default 60)
+    "RAY_raylet_client_connect_timeout_milliseconds": "60000",
+    "RAY_health_check_timeout_ms": "20000",  # a starved raylet that answers late is not counted dead
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_failure_threshold": "5",  # a killed raylet: 5 refused checks, about 5 s
+}
+
+
+@dataclass
+class Node:
+    """One ``ray start --block`` process and what it started."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    node_id: str = ""
+    raylet_pid: int = 0
+
+    def processes(self) -> list[psutil.Process]:
+        """This node's live processes: the ``ray start`` process and its descendants."""
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+
+@dataclass
+class LoopbackCluster:
+    """A head node (with its dashboard and job API) and ``workers`` worker nodes on 127.0.0.1.
+
+    Worker node i offers ``worker_resources`` (e.g. ``{"rollout": 2}``: actors that ask for it run there and
+    never on the head) and a resource ``worker<i>`` of 1.
+    """
+
+    workers: int = 2
+    worker_resources: dict[str, float] = field(default_factory=dict)
+    cpus: int = 1
+    temp_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="rc")))  # short: socket paths
+    head: Node | None = None
+    nodes: list[Node] = field(default_factory=list)
+    gcs_address: str = ""
+    dashboard_url: str = ""
+    token: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    _seen: dict[int, psutil.Process] = field(default_factory=dict)
+
+    def start(self, *, timeout_s: float = 600.0, attempts: int = 3) -> LoopbackCluster:
+        """Start the head, then the worker nodes side by side; a node that did not come up is started again.
+
+        Ray gives a new node 30 s (fixed) to register with the GCS, which a starved machine can miss; the
+        node's ``ray start`` then exits and is retried, up to ``attempts`` times.
+        """
+        if RAY is None:
+            raise RuntimeError("the ray CLI is not installed")
+        self.token = secrets.token_hex(32)
+        token_file = self.temp_dir / "token"
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.token)
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN")}
+        self.env = {**env, **SLOW_MACHINE, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file),
+                    "RAY_TMPDIR": str(self.temp_dir), "RAY_USAGE_STATS_ENABLED": "0", LOOPBACK: "0",
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        port, dashboard = free_port(), free_port()
+        head_args = [RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
+                     "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}"]
+        self.head = self._start("head", head_args, timeout_s, attempts)
+        self.nodes = [self.head]
+        self.gcs_address, self.dashboard_url = f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard}"
+        self.nodes += [self._launch(f"worker{i}", self._worker_args(i)) for i in range(self.workers)]
+        for i in range(1, len(self.nodes)):
+            for attempt in range(1, attempts + 1):
+                if self._wait_up(self.nodes[i], timeout_s):
+                    break
+                self._kill(self.nodes[i].processes())
+                if attempt == attempts:
+                    raise RuntimeError(f"ray start of worker{i - 1} did not come up: "
+                                       f"{self.nodes[i].log.read_text()[-3000:]}")
+                self.nodes[i] = self._launch(f"worker{i - 1}", self._worker_args(i - 1))
+        for node in self.nodes:
+            self._identify(node)
+        return self
+
+    @property
+    def worker_nodes(self) -> list[Node]:
+        return self.nodes[1:]
+
+    def _worker_args(self, i: int) -> list[str]:
+        resources = {**self.worker_resources, f"worker{i}": 1}
+        return [sys.executable, "-m", "tests.pool._ray_start", "start", f"--address={self.gcs_address}",
+                f"--resources={json.dumps(resources)}"]
+
+    def _start(self, name: str, args: list[str], timeout_s: float, attempts: int) -> Node:
+        for attempt in range(1, attempts + 1):
+            node = self._launch(name, args)
+            self.nodes = [node]  # stopped by stop() even if it never comes up
+            if self._wait_up(node, timeout_s):
+                return node
+            self._kill(node.processes())
+            if attempt == attempts:
+                raise RuntimeError(f"ray start of {name} did not come up: {node.log.read_text()[-3000:]}")
+        raise AssertionError("unreachable")
+
+    def _launch(self, name: str, args: list[str]) -> Node:
+        log = self.temp_dir / f"{name}.log"
+        common = ["--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}", "--disable-usage-stats",
+                  # fixed defaults (10001, 52365) would clash between nodes and with other Rays on the machine
+                  f"--dashboard-agent-listen-port={free_port()}"]
+        if name == "head":
+            common += [f"--ray-client-server-port={free_port()}", f"--temp-dir={self.temp_dir / 'ray'}"]
+        with log.open("wb") as out:
+            process = subprocess.Popen([*args, *common], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        return Node(name, process, log)
+
+    def _wait_up(self, node: Node, timeout_s: float) -> bool:
+        """Whether the node's ``ray start`` reached its block (its raylet registered with the GCS)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if b"Ray runtime started" in node.log.read_bytes():
+                return True
+            if node.process.poll() is not None:
+                return False
+            time.sleep(0.25)
+        return False
+
+    def _identify(self, node: Node) -> None:
+        """The node's raylet pid and node id (from the raylet's command line)."""
+        for process in node.processes():
+            try:
+                if process.name() == "raylet":
+                    node.raylet_pid = process.pid
+                    node.node_id = next(a.split("=", 1)[1] for a in process.cmdline() if a.startswith("--node_id="))
+            except psutil.NoSuchProcess:
+                continue
+        if not node.raylet_pid:
+            raise RuntimeError(f"no raylet under {node.name} (pid {node.process.pid}): {node.log.read_text()[-2000:]}")
+        self._remember(node)
+
+    def node(self, node_id: str) -> Node:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def kill_raylet(self, node: Node) -> None:
+        """SIGKILL the node's raylet, by its pid."""
+        self._remember(node)
+        os.kill(node.raylet_pid, signal.SIGKILL)
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process of the cluster: the nodes' trees, and any other process started with its temp folder
+        (a worker whose raylet was killed is no longer in its node's tree)."""
+        found = {p.pid: p for node in self.nodes for p in node.processes()}
+        marker = str(self.temp_dir)
+        for process in psutil.process_iter(["cmdline"]):
+            try:
+                if any(marker in arg for arg in process.info["cmdline"] or ()):
+                    found.setdefault(process.pid, process)
+            except psutil.Error:
+                continue
+        return list(found.values())
+
+    def listening(self) -> list[tuple[int, str, str, int]]:
+        """``(pid, name, ip, port)`` of every TCP socket the cluster's processes listen on."""
+        sockets = []
+        for process in self.processes():
+            try:
+                name = process.name()
+                for conn in process.net_connections(kind="inet"):
+                    if conn.status == psutil.CONN_LISTEN:
+                        sockets.append((process.pid, name, conn.laddr.ip, conn.laddr.port))
+            except psutil.Error:
+                continue
+        return sockets
+
+    def _remember(self, node: Node) -> None:
+        for process in node.processes():
+            self._seen.setdefault(process.pid, process)
+
+    def stop(self) -> None:
+        """Kill every process of the cluster by pid (SIGKILL: nothing of a test cluster needs to drain)."""
+        for node in self.nodes:
+            self._remember(node)
+        self._kill([*self.processes(), *self._seen.values()])
+        for node in self.nodes:
+            try:
+                node.process.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    @staticmethod
+    def _kill(processes: list[psutil.Process]) -> None:
+        alive = []
+        for process in processes:
+            try:
+                process.send_signal(signal.SIGKILL)  # psutil checks the pid still names the same process
+                alive.append(process)
+            except psutil.Error:
+                continue
+        psutil.wait_procs(alive, timeout=30)
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def get_json(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """``GET url``: the status and the JSON body (None when it has none)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
