@@ -1,9 +1,9 @@
 """A multi-node Ray cluster on one machine for tests: a head and worker nodes, all on 127.0.0.1, token auth on.
 
-Every node is a ``ray start --block`` process in its own session whose pid this module keeps; the head is the
-plain ``ray`` CLI (in Ray's loopback mode), the worker nodes ``python -m tests.pool._ray_start`` (the same CLI,
-see that module for why). Nothing here calls ``ray stop`` (it stops every Ray on the machine): :meth:`stop`
-kills the nodes' processes by pid. The cluster lives in a private temp folder and has its own token, in a
+Every node is a ``ray start --block`` process in its own session whose pid this module keeps, run as
+``python -m tests.pool._ray_start`` (Ray's CLI, kept on loopback and given more time to start: see that
+module). Nothing here calls ``ray stop`` (it stops every Ray on the machine): :meth:`stop` kills the nodes'
+processes by pid. The cluster lives in a private temp folder and has its own token, in a
 0600 file named by ``RAY_AUTH_TOKEN_PATH``; :attr:`LoopbackCluster.env` is the environment of its clients
 (drivers, ``ray job submit``).
 """
@@ -32,8 +32,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Ray settings for a slow, shared machine (2 CPUs under other test suites): a raylet or worker that is late is
 #: not given up on, a killed raylet is still seen dead within seconds (its health checks are refused at once).
+#: The raylet's own registration window (30 s, not a setting) is widened in tests/pool/_ray_start.py.
 SLOW_MACHINE = {
     "RAY_DASHBOARD_STARTUP_TIMEOUT_S": "600",  # `ray start --head` waits this long for its dashboard (default 60)
+    # the head waits this long for its GCS to bind its port, and every node and driver makes this many 1 s
+    # attempts to reach the GCS (defaults 30 and 20)
+    "RAY_gcs_server_port_wait_time_s": "300",
+    "RAY_gcs_rpc_server_connect_timeout_s": "60",  # a raylet's first connection to the GCS (default 5)
+    "RAY_agent_register_timeout_ms": "600000",  # a raylet waiting for its dashboard and runtime-env agents
+    # no idle workers started ahead of need (one per CPU per node at the first driver): each imports Ray
+    "RAY_prestart_worker_first_driver": "0",
+    "RAY_enable_worker_prestart": "0",
     "RAY_worker_register_timeout_seconds": "180",  # a worker process registering with its raylet (default 60)
     "RAY_gcs_rpc_server_reconnect_timeout_s": "300",  # raylets waiting for a busy GCS (default 60)
     "RAY_gcs_server_request_timeout_seconds": "120",  # requests to the GCS, e.g. the node-info poll (default 60)
@@ -83,11 +92,11 @@ class LoopbackCluster:
     env: dict[str, str] = field(default_factory=dict)
     _seen: dict[int, psutil.Process] = field(default_factory=dict)
 
-    def start(self, *, timeout_s: float = 600.0, attempts: int = 3) -> LoopbackCluster:
-        """Start the head, then the worker nodes side by side; a node that did not come up is started again.
+    def start(self, *, timeout_s: float = 900.0, attempts: int = 3) -> LoopbackCluster:
+        """Start the head, then the worker nodes side by side; a node whose ``ray start`` exited is started again.
 
-        Ray gives a new node 30 s (fixed) to register with the GCS, which a starved machine can miss; the
-        node's ``ray start`` then exits and is retried, up to ``attempts`` times.
+        Each node's ``ray start`` is given ``timeout_s`` to come up, and restarted (after its processes are
+        killed by pid) up to ``attempts`` times in all; its log is ``<name>.<attempt>.log`` in the temp folder.
         """
         if RAY is None:
             raise RuntimeError("the ray CLI is not installed")
@@ -101,21 +110,18 @@ class LoopbackCluster:
                     "RAY_TMPDIR": str(self.temp_dir), "RAY_USAGE_STATS_ENABLED": "0", LOOPBACK: "0",
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         port, dashboard = free_port(), free_port()
-        head_args = [RAY, "start", "--head", f"--port={port}", "--include-dashboard=true",
-                     "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}"]
-        self.head = self._start("head", head_args, timeout_s, attempts)
-        self.nodes = [self.head]
         self.gcs_address, self.dashboard_url = f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard}"
-        self.nodes += [self._launch(f"worker{i}", self._worker_args(i)) for i in range(self.workers)]
-        for i in range(1, len(self.nodes)):
-            for attempt in range(1, attempts + 1):
-                if self._wait_up(self.nodes[i], timeout_s):
-                    break
-                self._kill(self.nodes[i].processes())
-                if attempt == attempts:
-                    raise RuntimeError(f"ray start of worker{i - 1} did not come up: "
-                                       f"{self.nodes[i].log.read_text()[-3000:]}")
-                self.nodes[i] = self._launch(f"worker{i - 1}", self._worker_args(i - 1))
+        # no autoscaler monitor: a fixed cluster has nothing to scale, and its process costs CPU all along
+        head_args = [sys.executable, "-m", "tests.pool._ray_start", "start", "--head", f"--port={port}",
+                     "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+                     "--no-monitor", f"--temp-dir={self.temp_dir / 'ray'}"]
+        self.head = self._launch("head", head_args)
+        self.nodes = [self.head]  # stopped by stop() even if it never comes up
+        self._up(0, head_args, timeout_s, attempts)
+        args = [self._worker_args(i) for i in range(self.workers)]
+        self.nodes += [self._launch(f"worker{i}", a) for i, a in enumerate(args)]
+        for i, a in enumerate(args, start=1):
+            self._up(i, a, timeout_s, attempts)
         for node in self.nodes:
             self._identify(node)
         return self
@@ -126,40 +132,64 @@ class LoopbackCluster:
 
     def _worker_args(self, i: int) -> list[str]:
         resources = {**self.worker_resources, f"worker{i}": 1}
+        # one log monitor per machine (Ray's advice): the head's reads the logs every node writes on it
         return [sys.executable, "-m", "tests.pool._ray_start", "start", f"--address={self.gcs_address}",
-                f"--resources={json.dumps(resources)}"]
+                f"--resources={json.dumps(resources)}", "--include-log-monitor=false"]
 
-    def _start(self, name: str, args: list[str], timeout_s: float, attempts: int) -> Node:
-        for attempt in range(1, attempts + 1):
-            node = self._launch(name, args)
-            self.nodes = [node]  # stopped by stop() even if it never comes up
+    def _up(self, i: int, args: list[str], timeout_s: float, attempts: int) -> None:
+        """Wait for node ``i``, launched with ``args``; start it again while it fails, up to ``attempts``."""
+        for attempt in range(2, attempts + 2):
+            node = self.nodes[i]
             if self._wait_up(node, timeout_s):
-                return node
+                return
+            self._remember(node)
             self._kill(node.processes())
-            if attempt == attempts:
-                raise RuntimeError(f"ray start of {name} did not come up: {node.log.read_text()[-3000:]}")
-        raise AssertionError("unreachable")
+            if attempt > attempts:
+                raise RuntimeError(f"ray start of {node.name} did not come up {attempts} times; the last one:\n"
+                                   f"{node.log.read_text()[-3000:]}\n{self._errors()}")
+            self.nodes[i] = self._launch(node.name, args, attempt)
+            if i == 0:
+                self.head = self.nodes[0]
 
-    def _launch(self, name: str, args: list[str]) -> Node:
-        log = self.temp_dir / f"{name}.log"
+    def _launch(self, name: str, args: list[str], attempt: int = 1) -> Node:
+        log = self.temp_dir / f"{name}.{attempt}.log"
+        # Every port the node's agents open is chosen here. Ray's defaults (10001, 52365, ...) would clash between
+        # nodes and with other Rays on the machine, and a port left to the agent (0) makes the raylet wait for the
+        # agent to write it to a file, a fixed 15 s (not a setting in Ray 2.60: RAY_agent_register_timeout_ms
+        # covers the agent's registration, not this wait) after which the raylet aborts (raylet.err: "Check
+        # failed" in NodeManager::WaitForDashboardAgentPorts). A busy 2-core machine misses it.
         common = ["--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}", "--disable-usage-stats",
-                  # fixed defaults (10001, 52365) would clash between nodes and with other Rays on the machine
-                  f"--dashboard-agent-listen-port={free_port()}"]
-        if name == "head":
-            common += [f"--ray-client-server-port={free_port()}", f"--temp-dir={self.temp_dir / 'ray'}"]
+                  f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+                  f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}"]
         with log.open("wb") as out:
             process = subprocess.Popen([*args, *common], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         return Node(name, process, log)
 
+    def _errors(self) -> str:
+        """The non-empty ``*.err`` logs of the cluster's Ray processes (their tails), for a failed start."""
+        tails = []
+        for err in sorted(self.temp_dir.glob("ray/session_*/logs/*.err")):
+            text = err.read_text(errors="replace")
+            if text.strip():
+                tails.append(f"--- {err.name}:\n{text[-1500:]}")
+        return "\n".join(tails)
+
     def _wait_up(self, node: Node, timeout_s: float) -> bool:
-        """Whether the node's ``ray start`` reached its block (its raylet registered with the GCS)."""
+        """Whether the node's ``ray start`` reached its block (its raylet registered with the GCS).
+
+        Raises:
+            RuntimeError: The head's ``ray start`` exited while a worker node was starting.
+        """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if b"Ray runtime started" in node.log.read_bytes():
                 return True
             if node.process.poll() is not None:
                 return False
+            if self.head is not None and node is not self.head and self.head.process.poll() is not None:
+                raise RuntimeError(f"the head exited while {node.name} started: {self.head.log.read_text()[-3000:]}"
+                                   f"\n{self._errors()}")
             time.sleep(0.25)
         return False
 

@@ -26,6 +26,8 @@ from tests.pool._ray_cluster import ROOT, LoopbackCluster, get_json
 from tests.pool._ray_head import RAY
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
+# three nodes on a 2-core CI machine: the idle shared local Ray (tests/conftest.py) is stopped while they run
+pytestmark = pytest.mark.usefixtures("no_shared_ray")
 LOOPBACK_IPS = {"127.0.0.1", "::ffff:127.0.0.1"}
 
 
