@@ -18,9 +18,10 @@ variable or ``_system_config`` changes it), then fails with "The current node ti
 2-core machine shared with other test suites a raylet and the agents it waits for take longer than that, so
 the node's ``services.get_node`` (the lookup that loop repeats) is wrapped here to keep looking, every half
 second, for :data:`REGISTER_WINDOW_S`. It gives up at once if the raylet exited, so a broken start still fails
-fast. A head starts no Ray Client server and a dashboard with its job API only (below). Everything else is ``ray start`` itself
-(``ray.scripts.scripts.main``); on a real cluster the plain
-``ray start --address HEAD:PORT`` is what runs.
+fast. The raylet is told every port of its agents, so it does not wait a fixed 15 s for them to write one
+to a file, and a head starts no Ray Client server and a dashboard with its job API only (below). Everything
+else is ``ray start`` itself (``ray.scripts.scripts.main``); on a real cluster the plain ``ray start --address
+HEAD:PORT`` is what runs.
 """
 
 from __future__ import annotations
@@ -75,21 +76,29 @@ def _no_ray_client() -> str:
 
 
 def _start_ray_process(command: list[str], process_type: str, *args: Any, **kwargs: Any) -> Any:
-    """``services.start_ray_process``; the dashboard loads only its job module (the job API the tests use).
+    """``services.start_ray_process``, with two changes to the commands it runs.
 
-    Its eight other modules are a process each, importing and polling the GCS, for pages nobody opens.
+    The raylet is told its dashboard agent's HTTP port (``ray start --dashboard-agent-listen-port``): Ray 2.60
+    passes it to the agent but not to the raylet, which then waits for the agent to write it to a file, a fixed
+    15 s, and aborts ("Timed out waiting for file .../dashboard_agent_listen_port_..." in raylet.err) when a busy
+    machine has not run the agent's imports by then. The agents' other ports come from ``ray start`` options
+    and are passed on, so the raylet waits for none. A head's dashboard loads only its job module (the job API
+    the tests use): its eight other modules are a process each, importing and polling the GCS.
     """
+    if process_type == ray_constants.PROCESS_TYPE_RAYLET and _LISTEN_PORT:
+        command = [*command, f"--dashboard_agent_listen_port={_LISTEN_PORT}"]
     if process_type == ray_constants.PROCESS_TYPE_DASHBOARD:
         command = [*command, "--modules-to-load=JobHead"]
     return _start_process(command, process_type, *args, **kwargs)
 
 
+_LISTEN_PORT = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--dashboard-agent-listen-port=")), "")
 services.get_node = _get_node_waiting  # Node.__init__ calls it as ray._private.services.get_node
+services.start_ray_process = _start_ray_process  # services' own calls look it up in the module at call time
 if "--head" in sys.argv:
     # No Ray Client server (the tests connect by GCS address and the job API): it is a process of its own that
     # waits a fixed 30 s for the head to register, and `ray start --block` ends the node when it gives up.
     scripts.get_ray_client_dependency_error = _no_ray_client
-    services.start_ray_process = _start_ray_process
 else:
     ray_constants.ENABLE_RAY_CLUSTER = True  # this process only: `ray start --address` may start a worker node
     services.resolve_ip_for_localhost = _as_given  # ... and 127.0.0.1 stays 127.0.0.1
