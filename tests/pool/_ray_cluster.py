@@ -93,7 +93,7 @@ class LoopbackCluster:
     _seen: dict[int, psutil.Process] = field(default_factory=dict)
 
     def start(self, *, timeout_s: float = 900.0, attempts: int = 3) -> LoopbackCluster:
-        """Start the head, then the worker nodes side by side; a node whose ``ray start`` exited is started again.
+        """Start the head, then the worker nodes one by one; a node whose ``ray start`` exited is started again.
 
         Each node's ``ray start`` is given ``timeout_s`` to come up, and restarted (after its processes are
         killed by pid) up to ``attempts`` times in all; its log is ``<name>.<attempt>.log`` in the temp folder.
@@ -118,10 +118,13 @@ class LoopbackCluster:
         self.head = self._launch("head", head_args)
         self.nodes = [self.head]  # stopped by stop() even if it never comes up
         self._up(0, head_args, timeout_s, attempts)
-        args = [self._worker_args(i) for i in range(self.workers)]
-        self.nodes += [self._launch(f"worker{i}", a) for i, a in enumerate(args)]
-        for i, a in enumerate(args, start=1):
-            self._up(i, a, timeout_s, attempts)
+        # One after another: nodes on one machine share the session folder, and two starting at once can pick the
+        # same socket and log names (Ray numbers them by what exists), so one raylet's bind fails ("Address
+        # already in use").
+        for i in range(self.workers):
+            args = self._worker_args(i)
+            self.nodes.append(self._launch(f"worker{i}", args))
+            self._up(i + 1, args, timeout_s, attempts)
         for node in self.nodes:
             self._identify(node)
         return self
