@@ -27,6 +27,18 @@ from tests.pool import _support
 MARK = "@@report "
 
 
+def _wait_dead(node_id: str, timeout_s: float = 600.0) -> float:
+    """Seconds until the GCS counts the node dead. The pool waits meanwhile: the killed node's actor process
+    lives on a while (it talks to the driver directly, not through its raylet) and, on a busy machine, could
+    finish the run's remaining episodes before its death is noticed, so no failure would be seen."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        if not next(n["Alive"] for n in ray.nodes() if n["NodeID"] == node_id):
+            return round(time.monotonic() - start, 1)
+        time.sleep(0.5)
+    raise TimeoutError(f"node {node_id} still alive {timeout_s} s after its raylet was killed")
+
+
 def main(args: dict[str, Any]) -> dict[str, Any]:
     ray.cloudpickle.register_pickle_by_value(_support)
     policy = _support.slow_solver if args.get("kill") else _support.solver
@@ -47,7 +59,8 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
                 victim = args["kill"][report["before"][0]["node_id"]]
                 os.kill(victim, signal.SIGKILL)
                 killed_at = time.monotonic()
-                report["killed"] = {"raylet_pid": victim, "after_rows": len(rows)}
+                report["killed"] = {"raylet_pid": victim, "after_rows": len(rows),
+                                    "dead_after_s": _wait_dead(report["before"][0]["node_id"])}
         if killed_at is not None:
             report["recovered_s"] = round(time.monotonic() - killed_at, 1)
             report["after"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)

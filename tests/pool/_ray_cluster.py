@@ -62,6 +62,7 @@ class Node:
     log: Path
     node_id: str = ""
     raylet_pid: int = 0
+    agent_port: int = 0
 
     def processes(self) -> list[psutil.Process]:
         """This node's live processes: the ``ray start`` process and its descendants."""
@@ -127,6 +128,14 @@ class LoopbackCluster:
             self._up(i + 1, args, timeout_s, attempts)
         for node in self.nodes:
             self._identify(node)
+            # Its dashboard agent serving: `ray job submit` finds the head's agent within a fixed 10 s
+            # (ray.dashboard.consts.WAIT_AVAILABLE_AGENT_TIMEOUT) and fails ("No available agent to submit job")
+            # when a busy machine has not yet started it.
+            deadline = time.monotonic() + timeout_s
+            while not port_open("127.0.0.1", node.agent_port):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the dashboard agent of {node.name} is not serving: {self._errors()}")
+                time.sleep(0.5)
         return self
 
     @property
@@ -161,13 +170,14 @@ class LoopbackCluster:
         # agent to write it to a file, a fixed 15 s (not a setting in Ray 2.60: RAY_agent_register_timeout_ms
         # covers the agent's registration, not this wait) after which the raylet aborts (raylet.err: "Check
         # failed" in NodeManager::WaitForDashboardAgentPorts). A busy 2-core machine misses it.
+        agent_port = free_port()
         common = ["--block", "--node-ip-address=127.0.0.1", f"--num-cpus={self.cpus}", "--disable-usage-stats",
-                  f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+                  f"--dashboard-agent-listen-port={agent_port}", f"--dashboard-agent-grpc-port={free_port()}",
                   f"--metrics-export-port={free_port()}", f"--runtime-env-agent-port={free_port()}"]
         with log.open("wb") as out:
             process = subprocess.Popen([*args, *common], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True)
-        return Node(name, process, log)
+        return Node(name, process, log, agent_port=agent_port)
 
     def _errors(self) -> str:
         """The non-empty ``*.err`` logs of the cluster's Ray processes (their tails), for a failed start."""
