@@ -1,0 +1,74 @@
+"""A driver for tests/pool/test_pool_cluster.py: one RolloutPool on the loopback cluster, as a user's script.
+
+``python -m tests.pool._cluster_driver '{"gcs": ..., "out": ..., "episodes": N, ...}'`` joins the cluster at
+``gcs`` (the test's environment carries the token), runs ``episodes`` Wordle episodes on 2 actors that need
+the worker nodes' ``rollout`` resource, spread over them, and writes their rows to ``out``. With ``kill``
+(``{node_id: raylet_pid}``) it kills the raylet of actor 0's node, by pid, once ``kill_after`` rows are
+written. With ``pause`` it prints the actors once they are up and waits for a line on stdin. Prints one JSON
+line after :data:`MARK`: the actors before and after, the rows' episode ids, the pool's metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import ray
+
+from openenv_train.harbor import TraceWriter
+from openenv_train.pool import RolloutPool, make_groups
+from tests.pool import _support
+
+#: Starts the driver's own stdout lines: Ray forwards worker and raylet log lines to the same stream.
+MARK = "@@report "
+
+
+def _wait_dead(node_id: str, timeout_s: float = 600.0) -> float:
+    """Seconds until the GCS counts the node dead. The pool waits meanwhile: the killed node's actor process
+    lives on a while (it talks to the driver directly, not through its raylet) and, on a busy machine, could
+    finish the run's remaining episodes before its death is noticed, so no failure would be seen."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        if not next(n["Alive"] for n in ray.nodes() if n["NodeID"] == node_id):
+            return round(time.monotonic() - start, 1)
+        time.sleep(0.5)
+    raise TimeoutError(f"node {node_id} still alive {timeout_s} s after its raylet was killed")
+
+
+def main(args: dict[str, Any]) -> dict[str, Any]:
+    ray.cloudpickle.register_pickle_by_value(_support)
+    policy = _support.slow_solver if args.get("kill") else _support.solver
+    report: dict[str, Any] = {}
+    with TraceWriter(args["out"]) as writer, RolloutPool(
+            "wordle", policy, num_actors=2, sessions_per_actor=4, ray_address=args["gcs"], writer=writer,
+            actor_resources={"rollout": 1}, actor_scheduling="spread", max_retries=6, retry_backoff_s=0.5,
+            run_id="cluster").start(timeout_s=600) as pool:  # a slow machine: actors and servers start late
+        report["driver_node"] = ray.get_runtime_context().get_node_id()
+        report["before"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
+        if args.get("pause"):  # the test looks at the running cluster, then says go
+            print(MARK + json.dumps({"before": report["before"]}), flush=True)
+            sys.stdin.readline()
+        rows, killed_at = [], None
+        for row in pool.as_completed(make_groups(range(args["episodes"] // 2), num_generations=2)):
+            rows.append(row)
+            if args.get("kill") and killed_at is None and len(rows) >= args["kill_after"]:
+                victim = args["kill"][report["before"][0]["node_id"]]
+                os.kill(victim, signal.SIGKILL)
+                killed_at = time.monotonic()
+                report["killed"] = {"raylet_pid": victim, "after_rows": len(rows),
+                                    "dead_after_s": _wait_dead(report["before"][0]["node_id"])}
+        if killed_at is not None:
+            report["recovered_s"] = round(time.monotonic() - killed_at, 1)
+            report["after"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
+        report["metrics"] = pool.metrics.summary()
+    report["rows"] = [{"episode_id": r.episode_id, "ok": r.ok, "url": r.env.url,
+                       "error": r.error.type if r.error else None} for r in rows]
+    return report
+
+
+if __name__ == "__main__":
+    print(MARK + json.dumps(main(json.loads(sys.argv[1]))), flush=True)
