@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._agents import AgentLoop, ScriptedAgent, TextAgent, ToolAgent, message_action, render_observation
     from ._context import EpisodeContext, Truncated
     from ._episode import EpisodeSpec, make_groups
-    from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, RayUnavailable
+    from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, PoolStartTimeout, RayUnavailable
     from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
     from ._metrics import PoolMetrics
     from ._policy import ChatPolicy, ModelReply, PolicyCallError
@@ -45,6 +45,7 @@ __all__ = [
     "PoolConfig",
     "PoolError",
     "PoolMetrics",
+    "PoolStartTimeout",
     "RayUnavailable",
     "RolloutActor",
     "RolloutPool",
@@ -80,6 +81,7 @@ _LAZY = {
     "NoLiveActors": "_errors",
     "PoolClosed": "_errors",
     "PoolError": "_errors",
+    "PoolStartTimeout": "_errors",
     "RayUnavailable": "_errors",
     "Fleet": "_fleet",
     "ServerStats": "_fleet",

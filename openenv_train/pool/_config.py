@@ -66,6 +66,8 @@ class PoolConfig:
     write: Literal["driver", "actors"] = field(default="driver", metadata=option(
         "Who writes the trace rows: the driver (every row passes through it) or the actors (each writes its own "
         "Parquet shards; the driver merges one manifest of accepted episodes). ``actors`` needs a writer."))
+    start_timeout_s: float = field(default=300.0, metadata=option(
+        "Limit on the actors and their env servers getting ready at start (a busy machine starts them slowly)."))
     reply_timeout_s: float = field(default=60.0, metadata=option("Limit on each env reply."))
     model_timeout_s: float = field(default=300.0, metadata=option("Limit on each policy call."))
     model: str | None = field(default=None, metadata=option(
@@ -102,8 +104,8 @@ class PoolConfig:
                              f"and {self.retry_backoff_s}")
         if self.max_in_flight is not None and self.max_in_flight < 1:
             raise ValueError(f"max_in_flight must be >= 1 or None, got {self.max_in_flight}")
-        if self.episode_timeout_s <= 0 or self.reply_timeout_s <= 0 or self.model_timeout_s <= 0:
-            raise ValueError("episode_timeout_s, reply_timeout_s and model_timeout_s must be > 0")
+        if min(self.episode_timeout_s, self.start_timeout_s, self.reply_timeout_s, self.model_timeout_s) <= 0:
+            raise ValueError("episode_timeout_s, start_timeout_s, reply_timeout_s and model_timeout_s must be > 0")
         if self.max_retries < 0 or self.max_restarts < 0 or self.max_turns < 1:
             raise ValueError("max_retries and max_restarts must be >= 0 and max_turns >= 1")
         if self.max_staleness is not None and self.max_staleness < 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core import OpenEnvTrainError
 
-__all__ = ["EpisodeTimeout", "NoLiveActors", "PoolClosed", "PoolError", "RayUnavailable"]
+__all__ = ["EpisodeTimeout", "NoLiveActors", "PoolClosed", "PoolError", "PoolStartTimeout", "RayUnavailable"]
 
 
 class PoolError(OpenEnvTrainError):
@@ -17,6 +17,10 @@ class PoolClosed(PoolError):
 
 class RayUnavailable(PoolError):
     """Ray is not installed or a cluster cannot be reached."""
+
+
+class PoolStartTimeout(PoolError):
+    """The actors and their env servers were not ready within ``start_timeout_s``."""
 
 
 class NoLiveActors(PoolError):

@@ -19,11 +19,11 @@ from ._actor import remote_actor_class
 from ._agents import AgentLoop, ScriptedAgent, TextAgent
 from ._config import PoolConfig
 from ._episode import EpisodeSpec
-from ._errors import NoLiveActors, PoolClosed, PoolError
+from ._errors import NoLiveActors, PoolClosed, PoolError, PoolStartTimeout
 from ._fleet import Fleet, fleet_urls
 from ._metrics import PoolMetrics
 from ._progress import progress_bar
-from ._ray import actor_errors, ensure_ray
+from ._ray import actor_errors, ensure_ray, restarting
 from ._rows import Job, build_row
 from ._shards import ShardLedger
 
@@ -93,8 +93,13 @@ class RolloutPool:
             self._ledger = ShardLedger(writer)
 
     # -- lifecycle -----------------------------------------------------------------------------------
-    def start(self, *, timeout_s: float = 120.0) -> RolloutPool:
-        """Start Ray (or join it), the actors and their env servers; idempotent."""
+    def start(self, *, timeout_s: float | None = None) -> RolloutPool:
+        """Start Ray (or join it), the actors and their env servers; idempotent.
+
+        Raises:
+            PoolStartTimeout: They were not ready within ``timeout_s`` (default ``config.start_timeout_s``); what
+                was started is stopped.
+        """
         self._check_open()
         if self.actors:
             return self
@@ -112,7 +117,15 @@ class RolloutPool:
         self._load = [0] * len(self.actors)
         self._strikes = [0] * len(self.actors)
         self._struck_at = [0.0] * len(self.actors)
-        self._ray.get([a.ready.remote() for a in self.actors], timeout=timeout_s)
+        limit = self.config.start_timeout_s if timeout_s is None else timeout_s
+        try:
+            self._ray.get([a.ready.remote() for a in self.actors], timeout=limit)
+        except self._ray.exceptions.GetTimeoutError:
+            self.close()
+            raise PoolStartTimeout(
+                f"the pool's {len(self.actors)} actors and their env servers were not ready within {limit:g} s (a busy "
+                f"machine, or an env server that does not start: see the Ray worker logs); raise PoolConfig."
+                f"start_timeout_s (--start-timeout-s) or pass start(timeout_s=...)") from None
         self.metrics = PoolMetrics()
         return self
 
@@ -340,7 +353,7 @@ class RolloutPool:
                 self._struck_at[actor] = time.monotonic()
             error = {"status": "retry", "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
             outcomes = [error] * len(jobs)
-            if type(exc).__name__ == "ActorUnavailableError":  # restarting (slowly, on a busy machine): try later
+            if restarting(exc):  # not dead: Ray is restarting it (slowly, on a busy machine); try later
                 for job in jobs:
                     job.unavailable += 1
         else:

@@ -95,3 +95,10 @@ def actor_errors() -> tuple[type[BaseException], ...]:
     from ray import exceptions as rex
 
     return (rex.RayActorError, rex.ActorUnavailableError, rex.WorkerCrashedError, rex.TaskCancelledError)
+
+
+def restarting(exc: BaseException) -> bool:
+    """Whether an actor error says the actor is unreachable while Ray restarts it (the call never ran)."""
+    from ray import exceptions as rex
+
+    return isinstance(exc, rex.ActorUnavailableError)

@@ -193,6 +193,14 @@ class GrpoWordleConfig:
         return dataclasses.replace(self.pool, max_turns=self.env.max_turns, sandbox=sandbox,
                                    show_progress=self.show_progress, run_id=self.output.name)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The config as plain data (``config.yaml``, ``summary.json``), without the ``pool`` fields of
+        :data:`SET_ELSEWHERE`: their values there would be PoolConfig's defaults, not the ones the run used."""
+        data = dataclasses.asdict(self)
+        for name in SET_ELSEWHERE:
+            del data["pool"][name]
+        return data
+
     def __post_init__(self) -> None:
         if self.env.sandbox not in ("on", "auto", "off"):
             raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")

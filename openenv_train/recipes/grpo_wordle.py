@@ -30,7 +30,7 @@ import yaml
 from rich.console import Console
 
 from ._budget import Budget, PhaseLine, budget_callback
-from ._config import config_to_dict, load_config
+from ._config import load_config
 from ._games import GamesFailed, WordleGames, check_games
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
@@ -234,7 +234,7 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                          "output.name")
     out.mkdir(parents=True, exist_ok=True)
     _check_writable(out)
-    (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg.as_dict(), sort_keys=False))
     state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
     held, sft_words, grpo_words = cfg.secret_splits()
     started = time.perf_counter()
@@ -287,7 +287,7 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                  "decoding_constraint": "guided_choice: valid guesses not made before" if cfg.constrained else None,
                  "guesses_when_won": {p: r.get("guesses_when_won") for p, r in evals.items()},
                  "budgets": state.data.get("budgets", {}),
-                 "seconds_this_session": round(time.perf_counter() - started, 1), "config": config_to_dict(cfg)}
+                 "seconds_this_session": round(time.perf_counter() - started, 1), "config": cfg.as_dict()}
         summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="win", labels=LABELS,
                                 extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
                                 also=["grpo_unconstrained"])

@@ -4,7 +4,9 @@
 ``gcs`` (the test's environment carries the token), runs ``episodes`` Wordle episodes on 2 actors that need
 the worker nodes' ``rollout`` resource, spread over them, and writes their rows to ``out``. With ``kill``
 (``{node_id: raylet_pid}``) it kills the raylet of actor 0's node, by pid, once ``kill_after`` rows are
-written. With ``pause`` it prints the actors once they are up and waits for a line on stdin. Prints one JSON
+written; from then on that node's policy never answers, so the episodes in flight there can only end by the
+node's death and a retry elsewhere (without the hold, a busy machine let the dying node's actor finish them).
+With ``pause`` it prints the actors once they are up and waits for a line on stdin. Prints one JSON
 line after :data:`MARK`: the actors before and after, the rows' episode ids, the pool's metrics.
 """
 
@@ -14,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -28,9 +31,7 @@ MARK = "@@report "
 
 
 def _wait_dead(node_id: str, timeout_s: float = 600.0) -> float:
-    """Seconds until the GCS counts the node dead. The pool waits meanwhile: the killed node's actor process
-    lives on a while (it talks to the driver directly, not through its raylet) and, on a busy machine, could
-    finish the run's remaining episodes before its death is noticed, so no failure would be seen."""
+    """Seconds until the GCS counts the node dead (the report's ``dead_after_s``)."""
     start = time.monotonic()
     while time.monotonic() - start < timeout_s:
         if not next(n["Alive"] for n in ray.nodes() if n["NodeID"] == node_id):
@@ -41,7 +42,8 @@ def _wait_dead(node_id: str, timeout_s: float = 600.0) -> float:
 
 def main(args: dict[str, Any]) -> dict[str, Any]:
     ray.cloudpickle.register_pickle_by_value(_support)
-    policy = _support.slow_solver if args.get("kill") else _support.solver
+    held = tempfile.mkdtemp(prefix="held")  # not in ``out``: that folder holds only the run's traces
+    policy = _support.held_on_marked_nodes(held) if args.get("kill") else _support.solver
     report: dict[str, Any] = {}
     with TraceWriter(args["out"]) as writer, RolloutPool(
             "wordle", policy, num_actors=2, sessions_per_actor=4, ray_address=args["gcs"], writer=writer,
@@ -56,14 +58,15 @@ def main(args: dict[str, Any]) -> dict[str, Any]:
         for row in pool.as_completed(make_groups(range(args["episodes"] // 2), num_generations=2)):
             rows.append(row)
             if args.get("kill") and killed_at is None and len(rows) >= args["kill_after"]:
-                victim = args["kill"][report["before"][0]["node_id"]]
+                node = report["before"][0]["node_id"]
+                victim = args["kill"][node]
+                open(os.path.join(held, node), "w").close()
                 os.kill(victim, signal.SIGKILL)
                 killed_at = time.monotonic()
-                report["killed"] = {"raylet_pid": victim, "after_rows": len(rows),
-                                    "dead_after_s": _wait_dead(report["before"][0]["node_id"])}
+                report["killed"] = {"raylet_pid": victim, "after_rows": len(rows), "dead_after_s": _wait_dead(node)}
         if killed_at is not None:
             report["recovered_s"] = round(time.monotonic() - killed_at, 1)
-            report["after"] = ray.get([a.ready.remote() for a in pool.actors], timeout=600)
+            report["after"] = [_support.actor_ready(ray, a, timeout_s=600) for a in pool.actors]
         report["metrics"] = pool.metrics.summary()
     report["rows"] = [{"episode_id": r.episode_id, "ok": r.ok, "url": r.env.url,
                        "error": r.error.type if r.error else None} for r in rows]

@@ -30,6 +30,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def submit_job(job: list[str], env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """``ray job submit``, again while the head's job agent has not registered yet (Ray's "No available agent to
+    submit job, please try again later": nothing was submitted); a busy machine takes a while to start it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()))
+        if "No available agent to submit job" not in done.stdout + done.stderr or time.monotonic() > deadline:
+            return done
+        time.sleep(1.0)
+
+
 def ray_env(temp_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a Ray user whose temp folder is ``temp_dir``: no RAY_ADDRESS, Ray's defaults, ``extra``."""
     env = {**os.environ, "RAY_TMPDIR": str(temp_dir), "RAY_USAGE_STATS_ENABLED": "0"}

@@ -21,6 +21,23 @@ async def slow_solver(observation: Any) -> dict[str, str]:
     return _SOLVER.act(observation)
 
 
+def held_on_marked_nodes(folder: str) -> Any:
+    """:func:`slow_solver` that stops answering on a node once ``folder/<node id>`` exists: the episodes in flight
+    there stay in flight until the node dies, so its death must fail them (the nodes share one file system)."""
+
+    async def policy(observation: Any) -> dict[str, str]:
+        import os
+
+        import ray
+
+        mark = os.path.join(folder, ray.get_runtime_context().get_node_id())
+        while os.path.exists(mark):
+            await asyncio.sleep(0.05)
+        return await slow_solver(observation)
+
+    return policy
+
+
 async def stuck(observation: Any) -> dict[str, str]:
     """A policy that never answers in time."""
     await asyncio.sleep(30)

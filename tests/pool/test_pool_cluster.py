@@ -23,7 +23,7 @@ import pytest
 from openenv_train.harbor import read_traces
 from tests.pool._cluster_driver import MARK
 from tests.pool._ray_cluster import ROOT, LoopbackCluster, get_json
-from tests.pool._ray_head import RAY
+from tests.pool._ray_head import RAY, submit_job
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
 # three nodes on a 2-core CI machine: the idle shared local Ray (tests/conftest.py) is stopped while they run
@@ -149,7 +149,7 @@ def test_ray_job_submit_with_a_runtime_env_runs_on_the_worker_nodes(cluster: Loo
     job = [RAY, "job", "submit", "--address", cluster.dashboard_url, "--runtime-env-json", json.dumps(runtime_env),
            "--", sys.executable, "-m", "openenv_train.recipes.collect", "--config", "collect.yaml",
            f"output_dir={tmp_path}"]
-    done = subprocess.run(job, env=cluster.env, capture_output=True, text=True, timeout=900)
+    done = submit_job(job, cluster.env, timeout_s=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in done.stdout + done.stderr
     rows = read_traces(tmp_path / "job")

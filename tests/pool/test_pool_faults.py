@@ -5,11 +5,15 @@ from __future__ import annotations
 import collections
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+import pytest
+
 from openenv_train.harbor import TraceWriter, read_traces
-from openenv_train.pool import RolloutPool, make_groups
+from openenv_train.pool import PoolClosed, PoolStartTimeout, RolloutPool, make_groups
 from tests.pool import _support
 
 
@@ -110,3 +114,19 @@ def test_a_pool_whose_actors_all_died_fails_its_episodes_instead_of_hanging(ray_
     assert [r.episode_id for r in rows] == [s.episode_id for s in specs]
     assert {r.error.type for r in rows if r.error} <= {"NoLiveActors", "ActorDiedError", "RayActorError"}
     assert any(r.error is not None and r.error.type == "NoLiveActors" for r in rows)
+
+
+def test_a_pool_whose_env_servers_never_come_up_says_so_and_stops_what_it_started(ray_local: Any) -> None:
+    env = "tests.pool._hanging_env:Never"
+    pool = RolloutPool(env, _support.solver, num_actors=1, sessions_per_actor=1,
+                       env_vars={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    with pytest.raises(PoolStartTimeout, match=r"not ready within 3 s .*start_timeout_s"):
+        pool.start(timeout_s=3)
+    with pytest.raises(PoolClosed):
+        pool.run(make_groups(range(1)))
+    with pytest.raises(ray_local.exceptions.RayActorError):  # the actor was stopped, not left holding a server
+        ray_local.get(pool.actors[0].ready.remote(), timeout=120)
+    deadline = time.monotonic() + 120
+    while [p for p in psutil.process_iter(["cmdline"]) if env in " ".join(p.info["cmdline"] or ())]:
+        assert time.monotonic() < deadline, "the env server that never came up was left running"
+        time.sleep(0.2)

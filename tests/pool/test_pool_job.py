@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from openenv_train.harbor import read_traces
-from tests.pool._ray_head import LOOPBACK, RAY, free_port, ray_env, short_temp_dir
+from tests.pool._ray_head import LOOPBACK, RAY, free_port, ray_env, short_temp_dir, submit_job
 from tests.pool._ray_head import ray_head as head_process
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
@@ -36,23 +36,12 @@ def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _submit(job: list[str], env: dict[str, str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """``ray job submit``, again while the head's job agent has not registered yet (Ray's "No available agent to
-    submit job, please try again later": nothing was submitted); a busy machine takes a while to start it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done = subprocess.run(job, env=env, capture_output=True, text=True, timeout=max(1.0, deadline - time.monotonic()))
-        if "No available agent to submit job" not in done.stdout + done.stderr or time.monotonic() > deadline:
-            return done
-        time.sleep(1.0)
-
-
 @pytest.mark.timeout(300)
 def test_ray_job_submit_runs_the_collection_recipe(ray_head: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     address, env = ray_head
     job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m", "openenv_train.recipes.collect",
            f"output_dir={tmp_path}", "name=job", "tasks=3", "num_generations=2", "show_progress=false"]
-    done = _submit(job, env, timeout_s=240)
+    done = submit_job(job, env, timeout_s=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in done.stdout + done.stderr
     rows = read_traces(tmp_path / "job")
@@ -79,7 +68,7 @@ def test_ray_job_submit_runs_the_grpo_wordle_recipe(ray_head: tuple[str, dict[st
         job = [RAY, "job", "submit", "--address", address, "--", sys.executable, "-m",
                "openenv_train.recipes.grpo_wordle", "--config", str(config), "--env-url", url, f"output.dir={tmp_path}",
                "output.name=job", "grpo.steps=2", "grpo.save_steps=2"]
-        done = _submit(job, env, timeout_s=540)
+        done = submit_job(job, env, timeout_s=540)
     finally:
         server.terminate()
         server.wait(30)

@@ -7,9 +7,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
 from openenv_train.pool import PoolConfig
 from openenv_train.recipes._config import load_config
+from openenv_train.recipes._wordle_config import SET_ELSEWHERE
 from openenv_train.recipes.collect import CollectConfig
 from openenv_train.recipes.grpo_wordle import GrpoWordleConfig, PoolSection, recipe_pool
 from openenv_train.rubrics import get_rubric
@@ -33,6 +35,15 @@ def test_a_pool_field_the_section_did_not_have_reaches_the_pool(tmp_path: Path) 
     # the fields not given keep the recipe's defaults, not PoolConfig's (300 s, 8 sessions)
     assert (pool.num_actors, pool.sessions_per_actor, pool.episode_timeout_s) == (2, 50, 120.0)
     assert (pool.max_turns, pool.run_id) == (7, "mine")
+
+
+def test_the_saved_config_leaves_out_the_pool_fields_other_options_set_and_loads_back(tmp_path: Path) -> None:
+    cfg = load_config(GrpoWordleConfig, None, ["env.max_turns=7", "pool.max_retries=0"])
+    saved = cfg.as_dict()
+    assert not set(SET_ELSEWHERE) & set(saved["pool"])  # not PoolConfig's defaults where the run used others
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(saved, sort_keys=False))
+    assert load_config(GrpoWordleConfig, path) == cfg
 
 
 def test_a_section_given_in_part_keeps_its_defaults_other_values() -> None:
