@@ -19,7 +19,7 @@ variable or ``_system_config`` changes it), then fails with "The current node ti
 the node's ``services.get_node`` (the lookup that loop repeats) is wrapped here to keep looking, every half
 second, for :data:`REGISTER_WINDOW_S`. It gives up at once if the raylet exited, so a broken start still fails
 fast. The raylet is told every port of its agents, so it does not wait a fixed 15 s for them to write one
-to a file, and a head starts no Ray Client server and a dashboard with its job API only (below). Everything
+to a file, and a head starts no Ray Client server and a dashboard with its job and node modules only (below). Everything
 else is ``ray start`` itself (``ray.scripts.scripts.main``); on a real cluster the plain ``ray start --address
 HEAD:PORT`` is what runs.
 """
@@ -83,12 +83,14 @@ def _start_ray_process(command: list[str], process_type: str, *args: Any, **kwar
     15 s, and aborts ("Timed out waiting for file .../dashboard_agent_listen_port_..." in raylet.err) when a busy
     machine has not run the agent's imports by then. The agents' other ports come from ``ray start`` options
     and are passed on, so the raylet waits for none. A head's dashboard loads only its job module (the job API
-    the tests use): its eight other modules are a process each, importing and polling the GCS.
+    the tests use) and its node module (which records the head node's id in the GCS: without it the job module
+    never finds the head's agent, "No available agent to submit job"): its other modules are a process each,
+    importing and polling the GCS.
     """
     if process_type == ray_constants.PROCESS_TYPE_RAYLET and _LISTEN_PORT:
         command = [*command, f"--dashboard_agent_listen_port={_LISTEN_PORT}"]
     if process_type == ray_constants.PROCESS_TYPE_DASHBOARD:
-        command = [*command, "--modules-to-load=JobHead"]
+        command = [*command, "--modules-to-load=JobHead,NodeHead"]
     return _start_process(command, process_type, *args, **kwargs)
 
 

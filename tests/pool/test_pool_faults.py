@@ -124,8 +124,7 @@ def test_a_pool_whose_env_servers_never_come_up_says_so_and_stops_what_it_starte
         pool.start(timeout_s=3)
     with pytest.raises(PoolClosed):
         pool.run(make_groups(range(1)))
-    with pytest.raises(ray_local.exceptions.RayActorError):  # the actor was stopped, not left holding a server
-        ray_local.get(pool.actors[0].ready.remote(), timeout=120)
+    assert not pool.actors  # stopped (killed by handle), not left holding a server
     deadline = time.monotonic() + 120
     while [p for p in psutil.process_iter(["cmdline"]) if env in " ".join(p.info["cmdline"] or ())]:
         assert time.monotonic() < deadline, "the env server that never came up was left running"
