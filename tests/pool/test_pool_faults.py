@@ -119,7 +119,7 @@ def test_a_pool_whose_actors_all_died_fails_its_episodes_instead_of_hanging(ray_
 def test_a_pool_whose_env_servers_never_come_up_says_so_and_stops_what_it_started(ray_local: Any) -> None:
     env = "tests.pool._hanging_env:Never"
     pool = RolloutPool(env, _support.solver, num_actors=1, sessions_per_actor=1,
-                       env_vars={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                       env_vars={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "HANG_ON_IMPORT": "1"})
     with pytest.raises(PoolStartTimeout, match=r"not ready within 3 s .*start_timeout_s"):
         pool.start(timeout_s=3)
     with pytest.raises(PoolClosed):
