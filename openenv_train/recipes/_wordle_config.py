@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..pool import PoolConfig
+from ._config import config_to_dict
 from ._training import ModelSection, SFTSection
 
 __all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
@@ -196,7 +197,7 @@ class GrpoWordleConfig:
     def as_dict(self) -> dict[str, Any]:
         """The config as plain data (``config.yaml``, ``summary.json``), without the ``pool`` fields of
         :data:`SET_ELSEWHERE`: their values there would be PoolConfig's defaults, not the ones the run used."""
-        data = dataclasses.asdict(self)
+        data = config_to_dict(self)
         for name in SET_ELSEWHERE:
             del data["pool"][name]
         return data

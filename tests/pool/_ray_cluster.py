@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -62,7 +61,6 @@ class Node:
     log: Path
     node_id: str = ""
     raylet_pid: int = 0
-    agent_port: int = 0
 
     def processes(self) -> list[psutil.Process]:
         """This node's live processes: the ``ray start`` process and its descendants."""
@@ -128,14 +126,6 @@ class LoopbackCluster:
             self._up(i + 1, args, timeout_s, attempts)
         for node in self.nodes:
             self._identify(node)
-            # Its dashboard agent serving: `ray job submit` finds the head's agent within a fixed 10 s
-            # (ray.dashboard.consts.WAIT_AVAILABLE_AGENT_TIMEOUT) and fails ("No available agent to submit job")
-            # when a busy machine has not yet started it.
-            deadline = time.monotonic() + timeout_s
-            while not port_open("127.0.0.1", node.agent_port):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the dashboard agent of {node.name} is not serving: {self._errors()}")
-                time.sleep(0.5)
         return self
 
     @property
@@ -177,7 +167,7 @@ class LoopbackCluster:
         with log.open("wb") as out:
             process = subprocess.Popen([*args, *common], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True)
-        return Node(name, process, log, agent_port=agent_port)
+        return Node(name, process, log)
 
     def _errors(self) -> str:
         """The non-empty ``*.err`` logs of the cluster's Ray processes (their tails), for a failed start."""
@@ -279,14 +269,6 @@ class LoopbackCluster:
             except psutil.Error:
                 continue
         psutil.wait_procs(alive, timeout=30)
-
-
-def port_open(host: str, port: int) -> bool:
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-    except OSError:
-        return False
-    return True
 
 
 def get_json(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
