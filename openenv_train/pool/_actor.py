@@ -237,8 +237,12 @@ def _node_id() -> str | None:
     try:
         import ray
 
+        # Asking an unconnected process would start a Ray in it (and from LocalRunner's loop thread: Ray's
+        # processes die with that thread, and the next Ray call in the process ends it).
+        if not ray.is_initialized():
+            return None
         return str(ray.get_runtime_context().get_node_id())
-    except Exception:  # not in a Ray worker (the class used as plain Python)
+    except Exception:  # Ray missing or not usable here: the class used as plain Python
         return None
 
 

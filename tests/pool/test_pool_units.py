@@ -20,6 +20,23 @@ def test_importing_the_pool_does_not_import_ray() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
+def test_an_actor_used_as_plain_python_starts_no_ray() -> None:
+    """LocalRunner's way: ready() outside Ray reports no node and leaves Ray unstarted (a Ray started from its loop
+    thread dies with that thread and ends the process at its next Ray call)."""
+    code = ("import asyncio, ray\n"
+            "from openenv_train.pool import PoolConfig, RolloutActor, TextAgent\n"
+            "async def main():\n"
+            "    actor = RolloutActor('counter', lambda observation: {}, TextAgent(), PoolConfig())\n"
+            "    try:\n"
+            "        return (await actor.ready())['node_id']\n"
+            "    finally:\n"
+            "        await actor.close()\n"
+            "print(asyncio.run(main()), ray.is_initialized())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["None", "False"]
+
+
 @pytest.mark.parametrize("bad", [{"num_actors": 0}, {"max_in_flight": 0}, {"episode_timeout_s": 0},
                                  {"max_retries": -1}, {"max_staleness": -1}, {"client": "grpc"},
                                  {"actor_scheduling": "pack"}, {"actor_resources": {"rollout": -1}}])
