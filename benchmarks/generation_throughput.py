@@ -9,8 +9,10 @@ seeded, ``--max-tokens`` new tokens). The same worker then runs the same prompts
 The baseline worker imports the package from ``git archive <--baseline>`` (via PYTHONPATH); baseline and
 current alternate per concurrency so both see the same machine.
 
-Printed: completion tokens per wall second and per CPU second of the worker process (the latter is what a busy,
-shared machine distorts least), the ratios, the batcher's wait (queue_s) p50 at 1 session, and the
+The chat sessions' HTTP client runs in a process of its own (as rollout actors do; ``--same-process`` puts it in
+the endpoint's event loop, where its CPU time counts against the endpoint's). Printed: completion tokens per wall
+second and per CPU second of the endpoint's process (the latter is what a busy, shared machine distorts least;
+the client's CPU seconds are in the JSON lines), the ratios, the batcher's wait (queue_s) p50 at 1 session, and the
 machine's limit for this model: FLOPs per token (2 x parameters + attention) over a measured large-matmul FLOP/s.
 
 Run (from the repository root, a git checkout)::
@@ -41,35 +43,73 @@ def _prompt(session: int, turn: int) -> list[dict[str, Any]]:
             {"role": "user", "content": f"Session {session}, question {turn}: what is the next move in the game?"}]
 
 
-async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int) -> dict[str, Any]:
+async def _sessions(base_url: str, sessions: int, rounds: int, max_tokens: int, tag: str,
+                    open_session: Any = None) -> int:
+    """``sessions`` concurrent chat sessions of ``rounds`` requests each; completion tokens received."""
     import httpx
 
+    limits = httpx.Limits(max_connections=sessions + 4)
+    async with httpx.AsyncClient(base_url=base_url, timeout=600, limits=limits) as client:
+        async def session(s: int) -> int:
+            sid = f"{tag}-{s}"
+            if open_session is not None:
+                open_session(sid)
+            tokens = 0
+            for t in range(rounds):
+                body = {"model": "tiny", "messages": _prompt(s, t), "temperature": 1.0, "seed": 1000 * s + t,
+                        "max_tokens": max_tokens}
+                reply = await client.post("/chat/completions", json=body, headers={"Authorization": f"Bearer {sid}"})
+                reply.raise_for_status()
+                tokens += len(reply.json()["choices"][0]["token_ids"])
+            return tokens
+
+        return sum(await asyncio.gather(*(session(s) for s in range(sessions))))
+
+
+def client(args: argparse.Namespace) -> None:
+    """The sessions in their own process, as rollout actors call the endpoint: a warm-up round, then (after a
+    line on stdin) the timed rounds; prints tokens, wall and CPU seconds."""
+    asyncio.run(_sessions(args.client, args.sessions[0], 1, args.max_tokens, "warm"))
+    print("ready", flush=True)
+    sys.stdin.readline()
+    start, cpu = time.perf_counter(), time.process_time()
+    tokens = asyncio.run(_sessions(args.client, args.sessions[0], args.rounds, args.max_tokens, "run"))
+    print(json.dumps({"tokens": tokens, "seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}),
+          flush=True)
+
+
+async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int,
+                    separate: bool) -> dict[str, Any]:
     from openenv_train.harbor import CaptureStore
     from openenv_train.policy import LocalBackend, PolicyServer
 
     store = CaptureStore()
     async with PolicyServer(LocalBackend(model, tokenizer, model_id="tiny"), capture=store) as server:
-        limits = httpx.Limits(max_connections=sessions + 4)
-        async with httpx.AsyncClient(base_url=server.base_url, timeout=600, limits=limits) as client:
-            async def session(s: int, tag: str, turns: int) -> int:
-                sid = f"{tag}-{s}"
-                store.open_session(sid)
-                tokens = 0
-                for t in range(turns):
-                    body = {"model": "tiny", "messages": _prompt(s, t), "temperature": 1.0, "seed": 1000 * s + t,
-                            "max_tokens": max_tokens}
-                    reply = await client.post("/chat/completions", json=body, headers={"Authorization": f"Bearer {sid}"})
-                    reply.raise_for_status()
-                    tokens += len(reply.json()["choices"][0]["token_ids"])
-                return tokens
-
-            await asyncio.gather(*(session(s, "warm", 1) for s in range(sessions)))
+        for tag in ("warm", "run"):
+            for s in range(sessions):
+                store.open_session(f"{tag}-{s}")
+        if separate:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, __file__, "--client", server.base_url, "--sessions", str(sessions), "--rounds",
+                str(rounds), "--max-tokens", str(max_tokens), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE)
+            assert proc.stdin is not None and proc.stdout is not None
+            assert (await proc.stdout.readline()).strip() == b"ready"
+            cpu = time.process_time()
+            proc.stdin.write(b"go\n")
+            await proc.stdin.drain()
+            measured = json.loads(await proc.stdout.readline())
+            cpu = time.process_time() - cpu
+            await proc.wait()
+            result = {**measured, "client_cpu_s": measured["cpu_s"], "cpu_s": cpu}
+        else:
+            await _sessions(server.base_url, sessions, 1, max_tokens, "warm")
             start, cpu = time.perf_counter(), time.process_time()
-            counts = await asyncio.gather(*(session(s, "run", rounds) for s in range(sessions)))
-            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            tokens = await _sessions(server.base_url, sessions, rounds, max_tokens, "run")
+            result = {"tokens": tokens, "seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
     queue = [t.metadata["timings"]["queue_s"] for s in range(sessions)
              for t in store.close_session(f"run-{s}").turns]
-    return {"tokens": sum(counts), "seconds": seconds, "cpu_s": cpu, "queue_p50_ms": 1e3 * statistics.median(queue)}
+    return {**result, "queue_p50_ms": 1e3 * statistics.median(queue)}
 
 
 def _generate(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int) -> dict[str, Any]:
@@ -133,7 +173,8 @@ def worker(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     model = AutoModelForCausalLM.from_pretrained(args.model).eval()
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    ours = asyncio.run(_endpoint(model, tokenizer, args.sessions[0], args.rounds, args.max_tokens))
+    ours = asyncio.run(_endpoint(model, tokenizer, args.sessions[0], args.rounds, args.max_tokens,
+                                 not args.same_process))
     reference = _generate(model, tokenizer, args.sessions[0], args.rounds, args.max_tokens)
     print(json.dumps({"package": str(Path(openenv_train.__file__).parent), "endpoint": ours, "generate": reference,
                       "limit": _limit(model)}))
@@ -143,7 +184,8 @@ def _run_worker(impl: str, source: Path, sessions: int, args: argparse.Namespace
     rounds = args.rounds or max(2, 96 // sessions)
     env = {**os.environ, "PYTHONPATH": str(source) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, __file__, "--worker", "--model", args.model, "--sessions", str(sessions),
-           "--rounds", str(rounds), "--max-tokens", str(args.max_tokens), "--threads", str(args.threads)]
+           "--rounds", str(rounds), "--max-tokens", str(args.max_tokens), "--threads", str(args.threads),
+           *(["--same-process"] if args.same_process else [])]
     out = subprocess.run(cmd, env=env, cwd=source, capture_output=True, text=True, check=False)
     if out.returncode:
         raise SystemExit(f"{impl} worker failed:\n{out.stderr[-3000:]}")
@@ -171,10 +213,11 @@ def main(args: argparse.Namespace) -> None:
             print(f"... {sessions} sessions done", file=sys.stderr)
     limit = rows[0][1]["after"]["limit"]
     print(f"tiny model, {args.max_tokens} new tokens, T=1; baseline {args.baseline}; torch threads "
-          f"{args.threads or 'default'}")
+          f"{args.threads or 'default'}; chat client {'in the endpoint process' if args.same_process else 'in its own process'}")
     print(f"machine limit: {limit['flops_per_token'] / 1e6:.2f} MFLOP/token, large matmul "
           f"{limit['matmul_flops'] / 1e9:.1f} GFLOP/s -> {limit['limit_tok_s']:,.0f} tok/s")
-    for unit, key in (("tokens per wall second", "seconds"), ("tokens per CPU second (worker process)", "cpu_s")):
+    for unit, key in (("tokens per wall second", "seconds"),
+                      ("tokens per CPU second of the endpoint's process (generate: its own)", "cpu_s")):
         print(f"{unit}:")
         print(f"{'sessions':>8} {'before':>9} {'after':>9} {'generate':>9} {'after/before':>12} "
               f"{'after/generate':>14} {'before/generate':>15}")
@@ -198,6 +241,10 @@ if __name__ == "__main__":
     parser.add_argument("--baseline", default="47e1688", help="commit whose openenv_train is 'before'")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--model", default="", help="a tiny model folder (default: build one)")
+    parser.add_argument("--same-process", action="store_true",
+                        help="run the chat sessions' HTTP client in the endpoint's process and event loop (default: "
+                             "in a process of their own, as rollout actors are)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--client", default="", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
-    worker(parsed) if parsed.worker else main(parsed)
+    client(parsed) if parsed.client else worker(parsed) if parsed.worker else main(parsed)

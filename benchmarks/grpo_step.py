@@ -3,6 +3,8 @@
 - ``ours``: ``make_rollout_func(pool, policy_server=...)`` (the recipe's path): a Ray rollout pool plays the
   episodes concurrently against our Wordle server; the trainer's live model answers through a capturing
   ``PolicyServer`` (``LocalBackend``) in this process.
+- ``ours_nocache``: the same with ``LocalBackend``'s prefix cache off (every turn prefills the whole
+  conversation again), the path before the cache.
 - ``trl_env``: ``GRPOTrainer(environment_factory=make_environment_factory("wordle"))``: TRL generates in-process
   (batched ``model.generate`` per tool round) and calls the env's tool once per rollout, one after another.
 - ``trl_single``: TRL with a plain single-turn reward (no env), for scale.
@@ -11,7 +13,8 @@ All three use the same tiny model (``build_tiny_model``, taught in a few seconds
 ``wordle_step`` tool call, so both multi-turn paths play full six-guess games), the same prompt, tools and chat
 template, ``num_generations``, games per step, ``max_completion_length`` and sampling (temperature 1.0).
 Our episodes use :class:`ToolGame`, which mirrors TRL's tool loop (the reset text appended to the prompt, each
-tool result rendered as TRL renders it), so both paths send the model the same conversations.
+tool result rendered as TRL renders it, the rollout ended where TRL's token budget ends it), so both paths send the
+model the same conversations.
 
 Seconds per step (after one warm-up step) are split into generation, env, reward and optimizer. TRL's parts come
 from its own ``profiling_context`` timers (``transformers.generate``, the reward functions) plus timers around the
@@ -20,7 +23,8 @@ figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, opti
 a game) and ``tokens`` (completion tokens a game, TRL's ``completions/mean_length``) say whether the paths played
 the same games: a gap in them is a gap in work, not in speed::
 
-    python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--modes ours trl_env trl_single] [--json out.json]
+    python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--modes ours ours_nocache trl_env trl_single]
+                                   [--json out.json]
 """
 
 from __future__ import annotations
@@ -90,22 +94,34 @@ def build_model(out: Path, teach_steps: int = 150) -> tuple[Path, list[dict[str,
 
 
 class ToolGame:
-    """TRL's tool loop as an agent: reset text appended to the prompt, each result as a ``tool`` message."""
+    """TRL's tool loop as an agent: reset text appended to the prompt, each result as a ``tool`` message, and TRL's
+    stop rule: no next turn once prompt growth (model and tool tokens) would pass ``budget`` tokens
+    (``max_completion_length``), the tool results' tokens counted as TRL counts them (``tool_suffix_tokens``)."""
 
-    def __init__(self, tools: list[dict[str, Any]]) -> None:
-        self.tools = tools
+    def __init__(self, tools: list[dict[str, Any]], budget: int, tokenizer: Any) -> None:
+        self.tools, self.budget, self.tokenizer = tools, budget, tokenizer
+
+    def tool_suffix_tokens(self, tool_messages: list[dict[str, Any]]) -> int:
+        """TRL's ``_get_tool_suffix_ids`` length: the template's tokens for the tool messages after a tool call."""
+        call = [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]
+        dummy = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": call}]
+        apply = functools.partial(self.tokenizer.apply_chat_template, tokenize=True, return_dict=False)
+        return len(apply(dummy + tool_messages, add_generation_prompt=True)) - len(apply(dummy))
 
     async def __call__(self, ctx: Any) -> None:
         from openenv_train.pool import render_observation
 
         result = await ctx.reset()
         messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT + render_observation(result.observation)}]
+        first_prompt: int | None = None
         while True:  # like TRL: until the model answers without a tool call (the env's "done" does not stop it)
             reply = await ctx.chat(messages, self.tools)
+            first_prompt = reply.prompt_tokens if first_prompt is None else first_prompt
             messages.append({"role": "assistant", **reply.message})
             calls = reply.message.get("tool_calls") or []
             if not calls:
                 return
+            results = []
             for call in calls:
                 args = call["function"].get("arguments") or {}
                 args = json.loads(args) if isinstance(args, str) else dict(args)
@@ -115,7 +131,11 @@ class ToolGame:
                 else:
                     result = await ctx.step({"message": args.get("message")})
                     content = render_observation(result.observation)
-                messages.append({"role": "tool", "name": call["function"]["name"], "content": content})
+                results.append({"role": "tool", "name": call["function"]["name"], "content": content})
+            grown = reply.prompt_tokens + reply.completion_tokens - first_prompt + self.tool_suffix_tokens(results)
+            if grown > self.budget:
+                return  # TRL drops the results and ends the rollout with the completion as it is
+            messages += results
 
 
 def _patch_profiling() -> None:
@@ -182,7 +202,7 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
     measured: list[dict[str, float]] = []
     cleanup: list[Callable[[], None]] = []
     kwargs: dict[str, Any] = {}
-    if mode == "ours":
+    if mode in ("ours", "ours_nocache"):
         from openenv_train.integrations.trl import field_reward, make_rollout_func
         from openenv_train.policy import PolicyServer, ScriptedBackend
         from openenv_train.pool import PoolConfig, RolloutPool
@@ -190,15 +210,22 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
 
         capture = CaptureStore()
         server = PolicyServer(ScriptedBackend(lambda m: "[crane]"), capture=capture, token="").run_in_thread()
-        pool = RolloutPool("wordle", server.base_url, agent=ToolGame(tools), capture=capture,
+        game = ToolGame(tools, args.max_completion_length, tokenizer)
+        pool = RolloutPool("wordle", server.base_url, agent=game, capture=capture,
                            config=PoolConfig(num_actors=args.actors, sessions_per_actor=args.sessions, max_turns=10,
                                              ray_num_cpus=2, run_id="bench")).start()
         cleanup += [pool.close, server.close]
         rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens)
 
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+            if mode == "ours_nocache" and rollout.runner is not None:  # after the warm-up step built the backend
+                rollout.runner.backend.prefix_cache = None
+            cache = getattr(rollout.runner, "backend", None) and rollout.runner.backend.prefix_cache
+            reused = cache.reused_tokens if cache else 0
             out = rollout(prompts, trainer)
             TIMES["turns"] += sum(len(r.trace.turns) for r in rollout.last_rows) / len(prompts)
+            cache = rollout.runner.backend.prefix_cache
+            TIMES["reused"] += ((cache.reused_tokens if cache else 0) - reused) / len(prompts)
             return out
 
         kwargs = {"rollout_func": _timed("rollout", rollout_func), "reward_funcs": [field_reward("env")]}
@@ -220,6 +247,13 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
                               callbacks=[_step_timer(measured)], **kwargs)
         trainer._generate_and_score_completions = _timed("generate_and_score", trainer._generate_and_score_completions)
         trainer._calculate_rewards = _timed("reward", trainer._calculate_rewards)
+        generate_turn = trainer._generate_single_turn
+
+        def counted_turn(prompt_ids: list[Any], *args: Any, **kwargs: Any) -> Any:
+            TIMES["turn_rows"] += len(prompt_ids)  # TRL's own generation: one row per rollout and model turn
+            return generate_turn(prompt_ids, *args, **kwargs)
+
+        trainer._generate_single_turn = counted_turn
         trainer.train()
     finally:
         for fn in cleanup:
@@ -241,15 +275,16 @@ def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
     return {"games": games, "step_s": step, "rollout_s": rollout, "generation_s": generate or None,
             "env_s": med("env") or None, "reward_s": med("reward"), "other_rollout_s": gas - rollout - med("reward"),
             "optimizer_s": step - gas, "steps": len(steps),
-            # TRL's env path: one reset and one call per tool turn, and a last turn without a call
-            "model_turns_per_game": med("turns") or (med("env#") / games) or None}
+            "model_turns_per_game": med("turns") or (med("turn_rows") / games) or None,
+            "reused_prompt_tokens_per_game": med("reused") or None}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
     parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
-    parser.add_argument("--modes", nargs="+", default=["ours", "trl_env", "trl_single"])
+    parser.add_argument("--modes", nargs="+", default=["ours", "ours_nocache", "trl_env", "trl_single"],
+                        choices=["ours", "ours_nocache", "trl_env", "trl_single"])
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=1024)
     parser.add_argument("--per-turn-tokens", type=int, default=48)

@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import BackendFailed, InvalidRequest, PolicyError
+from ._prefix_cache import CachedPrefix, PrefixCache, weights_fingerprint
 from ._sampling import BatchSampler
 from ._types import FinishReason, SamplingParams
 
 if TYPE_CHECKING:
     import torch
+
+    from ._fastpath import FastDecoder
 
 __all__ = ["Row", "RowOutput", "generate_rows"]
 
@@ -116,19 +119,29 @@ def _forward_names(model: Any) -> tuple[str, bool]:
     return ("cache" if "cache" in names else "past_key_values"), "logits_to_keep" in names
 
 
-def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, fast: bool = True) -> list[RowOutput]:
+def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, fast: bool = True,
+                  prefix: PrefixCache | None = None, version: Any = None) -> list[RowOutput]:
     """Sample every row to its end (a stop token, a stop string or ``max_new`` tokens) in one left-padded batch.
 
     Args:
         fast: Decode with :class:`~._fastpath.FastDecoder` where it supports the model (else transformers' forward).
+        prefix: Keys and values of earlier sequences: a row whose prompt starts with one prefills only the rest,
+            and every row's prompt and completion are stored in it (fast decoding only).
+        version: The policy version (e.g. the trainer's step): a new one drops ``prefix``'s entries.
 
     Raises:
         Exception: whatever the model raises; the caller decides whom it fails.
     """
     import torch
 
+    from ._fastpath import FastDecoder
+
     with torch.inference_mode():
-        return _Batch(model, tokenizer, rows, pad_id).run(fast=fast)
+        if prefix is not None and fast and FastDecoder.supports(model):
+            prefix.check_weights(weights_fingerprint(model, version))
+        else:
+            prefix = None
+        return _Batch(model, tokenizer, rows, pad_id).run(fast=fast, prefix=prefix)
 
 
 class _Batch:
@@ -154,26 +167,33 @@ class _Batch:
         self.errors: dict[int, PolicyError] = {}
         self.tops: list[Any] = []
 
-    def run(self, *, fast: bool) -> list[RowOutput]:
+    def run(self, *, fast: bool, prefix: PrefixCache | None = None) -> list[RowOutput]:
         import torch
         from transformers import DynamicCache
 
         from ._fastpath import FastDecoder
 
         rows, width, count = self.rows, self.width, len(self.rows)
-        ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
         lengths = torch.tensor([len(r.prompt) for r in rows], device=self.device)
         mask = torch.zeros((count, width + self.steps), dtype=torch.long, device=self.device)
         mask[:, :width] = torch.arange(width, device=self.device)[None, :] >= (width - lengths)[:, None]
         positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)
-        cache_name, keeps = _forward_names(self.model)
-        cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
-        first = {"logits_to_keep": 1} if keeps else {}
-        out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
-                         **cache, **first)
-        decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
+        hits = [prefix.lookup(r.prompt) for r in rows] if prefix is not None else []
+        cache: dict[str, Any] = {}
+        decoder: FastDecoder | None
+        if any(hits):
+            decoder = reusing = FastDecoder(self.model, count, width + self.steps)
+            logits_now = self._prefill_cached(reusing, hits, mask, positions)
+        else:
+            cache_name, keeps = _forward_names(self.model)
+            cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
+            first = {"logits_to_keep": 1} if keeps else {}
+            ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
+            out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
+                             **cache, **first)
+            decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
+            logits_now = out.logits[:, -1, :]
         attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
-        logits_now = out.logits[:, -1, :]
         done = torch.zeros(count, dtype=torch.bool, device=self.device)
         by_token = torch.zeros_like(done)
         produced = torch.zeros(count, dtype=torch.long, device=self.device)
@@ -205,7 +225,41 @@ class _Batch:
                 logits_now = self.model(input_ids=tokens[:, None], attention_mask=mask[:, : width + step + 1],
                                         position_ids=next_pos, use_cache=True, **cache).logits[:, -1, :]
             next_pos = next_pos + 1
+        if prefix is not None and decoder is not None:
+            self._store(prefix, decoder, hits or [None] * count, produced.tolist())
         return self._outputs(produced.tolist(), by_token.tolist())
+
+    def _prefill_cached(self, decoder: FastDecoder, hits: list[CachedPrefix | None], mask: torch.Tensor,
+                        positions: torch.Tensor) -> torch.Tensor:
+        """Load each hit's keys and values where its row's prompt starts, and prefill the rest of every prompt in
+        one block (a row without a hit prefills all of it)."""
+        import torch
+
+        width, device = self.width, self.device
+        new = [len(r.prompt) - (len(h.ids) if h else 0) for r, h in zip(self.rows, hits, strict=True)]
+        block = max(new)
+        for i, (row, hit) in enumerate(zip(self.rows, hits, strict=True)):
+            if hit is not None:
+                decoder.load(i, width - len(row.prompt), hit.layers)
+        tokens = torch.tensor([[self.pad_id] * (block - n) + r.prompt[len(r.prompt) - n:]
+                               for r, n in zip(self.rows, new, strict=True)], device=device)
+        valid = torch.arange(block, device=device)[None, :] >= (block - torch.tensor(new, device=device))[:, None]
+        slots = torch.arange(width, device=device)
+        causal = slots[None, :] <= (width - block + torch.arange(block, device=device))[:, None]  # [block, width]
+        attend = mask[:, None, :width].bool() & causal[None]
+        attend = torch.where(valid[:, :, None], attend, slots == width - 1)  # padding queries: any finite row
+        return decoder.prefill(tokens, positions[:, width - block:], valid, width, attend[:, None])
+
+    def _store(self, prefix: PrefixCache, decoder: FastDecoder, hits: list[CachedPrefix | None],
+               produced: list[int]) -> None:
+        """Keep each finished row's prompt and completion (but its last token, never fed back) in ``prefix``."""
+        ids = self.ids.tolist()
+        for i, (row, hit) in enumerate(zip(self.rows, hits, strict=True)):
+            if i in self.errors or not produced[i]:
+                continue
+            fed = produced[i] - 1
+            start = self.width - len(row.prompt)
+            prefix.store(row.prompt + ids[i][:fed], decoder.slice(i, start, self.width + fed), replaces=hit)
 
     def _checked(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         import torch

@@ -19,6 +19,7 @@ from ._batcher import Batcher
 from ._constraints import unsupported_locally
 from ._errors import ContextLengthExceeded, InvalidRequest
 from ._messages import reply_message
+from ._prefix_cache import PrefixCache
 from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason
 
 __all__ = ["LocalBackend", "LocalConfig"]
@@ -43,10 +44,15 @@ class LocalConfig:
     fast_decode: bool = True
     """Decode Qwen2/Llama models with a static KV cache and a lean step over the model's modules (same logits up
     to float rounding); False always uses transformers' forward. Other architectures always use the latter."""
+    prefix_cache_mb: float = 256
+    """Memory for the keys and values of earlier turns, so a conversation's next turn prefills only its new
+    tokens (fast decoding only; dropped when ``version`` or the weights change); 0 turns it off."""
 
     def __post_init__(self) -> None:
-        if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0:
-            raise ValueError("max_batch_rows and default_max_tokens must be >= 1 and batch_window_s >= 0")
+        if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \
+                or self.prefix_cache_mb < 0:
+            raise ValueError("max_batch_rows and default_max_tokens must be >= 1, batch_window_s and prefix_cache_mb "
+                             ">= 0")
 
 
 class LocalBackend:
@@ -85,6 +91,9 @@ class LocalBackend:
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
         self._guides: Any = None  # GuideCache, built on the first constrained request
+        self.prefix_cache = PrefixCache(int(self.config.prefix_cache_mb * 2**20)) \
+            if self.config.prefix_cache_mb else None
+        """Keys and values of earlier turns (None when turned off); its ``hits`` and ``reused_tokens`` count reuse."""
         self._arriving = 0  # requests rendering their prompt: the batcher waits for them (and only them)
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
                                                    max_rows=self.config.max_batch_rows,
@@ -98,7 +107,8 @@ class LocalBackend:
     def _generate(self, rows: list[Any]) -> list[Any]:
         from ._generation import generate_rows
 
-        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode)
+        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode,
+                             prefix=self.prefix_cache, version=self.version)
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Render, queue, generate, and parse tool calls.

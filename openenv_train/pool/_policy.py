@@ -17,11 +17,14 @@ class PolicyCallError(PoolError):
 
 @dataclass
 class ModelReply:
-    """One assistant message and the completion tokens it cost."""
+    """One assistant message and the tokens it cost."""
 
     message: dict[str, Any]
     finish_reason: str | None
     completion_tokens: int
+    prompt_tokens: int = 0
+    """The prompt's tokens as the endpoint counted them (0 when it did not say): with ``completion_tokens``, how
+    long the conversation is, e.g. for a loop that stops at a token budget as TRL's tool loop does."""
 
 
 class ChatPolicy:
@@ -70,7 +73,8 @@ class ChatPolicy:
             raise PolicyCallError(f"policy endpoint answered without choices: {str(data or reply.text)[:300]}") from None
         usage = data.get("usage") or {}
         tokens = usage.get("completion_tokens") or len(choice.get("token_ids") or [])
-        return ModelReply(dict(choice.get("message") or {}), choice.get("finish_reason"), int(tokens))
+        return ModelReply(dict(choice.get("message") or {}), choice.get("finish_reason"), int(tokens),
+                          int(usage.get("prompt_tokens") or 0))
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from openenv_train.policy import LocalConfig
 from openenv_train.trace import CaptureStore
 from tests.policy.conftest import ADD_TOOL, serve
 
@@ -25,13 +26,16 @@ KEPT = ("prompt_token_ids", "completion_token_ids", "per_token_logps", "loss_mas
 META = ("turn", "rollout_type", "continued_from", "sampling_used", "sampling_requested", "n", "choice_index", "usage")
 
 
-async def play(model_tok: tuple[Any, Any]) -> list[list[dict[str, Any]]]:
+async def play(model_tok: tuple[Any, Any], local: LocalConfig | None = None,
+               seen: list[Any] | None = None) -> list[list[dict[str, Any]]]:
     """Seeded sampled episodes, one after another (a batch of one row: the same forward passes every run), with
-    a user message after each reply; the captured turns' kept fields."""
+    a user message after each reply; the captured turns' kept fields. ``seen`` gets the backend."""
     import httpx
 
     capture = CaptureStore()
-    async with serve(model_tok, capture=capture) as server, httpx.AsyncClient(timeout=120) as client:
+    async with serve(model_tok, capture=capture, local=local) as server, httpx.AsyncClient(timeout=120) as client:
+        if seen is not None:
+            seen.append(server.backend)
         async def episode(s: int) -> None:
             session = f"golden-{s}"
             capture.open_session(session)

@@ -111,7 +111,8 @@ class _ArtPolicy(ChatPolicy):
         episode.calls.append((list(messages), choice))
         usage = completion.usage
         message = choice.message.model_dump(mode="json", exclude_none=True)
-        return ModelReply(message, choice.finish_reason, int(usage.completion_tokens) if usage else 0)
+        return ModelReply(message, choice.finish_reason, int(usage.completion_tokens) if usage else 0,
+                          int(usage.prompt_tokens or 0) if usage else 0)
 
 
 def _spec(scenario: EpisodeSpec | Mapping[str, Any] | None) -> EpisodeSpec:
