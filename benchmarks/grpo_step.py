@@ -226,6 +226,11 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
             TIMES["turns"] += sum(len(r.trace.turns) for r in rollout.last_rows) / len(prompts)
             cache = rollout.runner.backend.prefix_cache
             TIMES["reused"] += ((cache.reused_tokens if cache else 0) - reused) / len(prompts)
+            turns = [t.metadata for r in rollout.last_rows for t in r.trace.turns]
+            TIMES["batches"] += len({(m["timings"]["generate_s"], m["batch_rows"])
+                                     for m in turns})  # calls of one batch started generating together
+            for key in ("render_s", "queue_s", "generate_s", "total_s"):
+                TIMES[f"call_{key}"] += statistics.mean(m["timings"][key] for m in turns)
             return out
 
         kwargs = {"rollout_func": _timed("rollout", rollout_func), "reward_funcs": [field_reward("env")]}
@@ -276,7 +281,8 @@ def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
             "env_s": med("env") or None, "reward_s": med("reward"), "other_rollout_s": gas - rollout - med("reward"),
             "optimizer_s": step - gas, "steps": len(steps),
             "model_turns_per_game": med("turns") or (med("turn_rows") / games) or None,
-            "reused_prompt_tokens_per_game": med("reused") or None}
+            "reused_prompt_tokens_per_game": med("reused") or None, "batches": med("batches") or None,
+            **{f"call_{k}": med(f"call_{k}") or None for k in ("render_s", "queue_s", "generate_s", "total_s")}}
 
 
 def main(argv: list[str] | None = None) -> int:

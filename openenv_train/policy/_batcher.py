@@ -1,8 +1,11 @@
 """Collect concurrent generation jobs and run them as one batch in a worker thread.
 
-The wait for company adapts to load: a job waits (at most ``window_s``) only while more jobs are on their way
-(the caller's ``expecting()`` count, e.g. requests still rendering their prompt) or while fewer rows are
-pending than the previous batch held; a job that is alone runs at once. A batch that raises is retried job by
+The wait for company adapts to load: a job waits only while more jobs are on their way (the caller's
+``expecting()`` count, e.g. requests still rendering their prompt) or while fewer rows are pending than the
+previous batch held; a job that is alone runs at once. The wait lasts at most ``window_s``, or a fraction
+(``wait_fraction``) of the previous batch's generate time when that is longer: multi-turn episodes answered
+together come back together, a few milliseconds apart (their env steps in between), and a job that runs without
+them costs a whole batch's time again while they queue behind it. A batch that raises is retried job by
 job, so a failure lands only on the jobs that cause it.
 """
 
@@ -47,12 +50,16 @@ class Batcher(Generic[RowT, OutT]):
         max_rows: Most rows per batch (a single larger job still runs, alone).
         expecting: How many jobs are about to be submitted (None: always wait ``window_s`` for company); call
             :meth:`notify` when that count drops without a submit.
+        wait_fraction: With ``expecting``: how long, as a fraction of the previous batch's generate time, a job may
+            wait for the rest of a larger previous batch (never less than ``window_s``).
     """
 
     def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
-                 expecting: Callable[[], int] | None = None) -> None:
+                 expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0) -> None:
         self.run_rows = run_rows
         self.window_s = window_s
+        self.wait_fraction = wait_fraction
+        self._last_seconds = 0.0
         self.max_rows = max_rows
         self.expecting = expecting
         self._last_rows = 0
@@ -97,7 +104,9 @@ class Batcher(Generic[RowT, OutT]):
                 self._last_rows = rows
                 if batch:
                     assert self._executor is not None
+                    start = time.perf_counter()
                     results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
+                    self._last_seconds = time.perf_counter() - start
                     for job, result in zip(batch, results, strict=True):
                         if job.future.done():
                             continue
@@ -113,7 +122,7 @@ class Batcher(Generic[RowT, OutT]):
             if sum(len(j.rows) for j in self._pending) < self.max_rows:
                 await asyncio.sleep(self.window_s)
             return
-        deadline = time.perf_counter() + self.window_s
+        deadline = time.perf_counter() + max(self.window_s, self.wait_fraction * self._last_seconds)
         while True:
             rows = sum(len(j.rows) for j in self._pending)
             remaining = deadline - time.perf_counter()

@@ -226,7 +226,7 @@ class _Batch:
                                         position_ids=next_pos, use_cache=True, **cache).logits[:, -1, :]
             next_pos = next_pos + 1
         if prefix is not None and decoder is not None:
-            self._store(prefix, decoder, hits or [None] * count, produced.tolist())
+            self._store(prefix, decoder, produced.tolist())
         return self._outputs(produced.tolist(), by_token.tolist())
 
     def _prefill_cached(self, decoder: FastDecoder, hits: list[CachedPrefix | None], mask: torch.Tensor,
@@ -250,16 +250,15 @@ class _Batch:
         attend = torch.where(valid[:, :, None], attend, slots == width - 1)  # padding queries: any finite row
         return decoder.prefill(tokens, positions[:, width - block:], valid, width, attend[:, None])
 
-    def _store(self, prefix: PrefixCache, decoder: FastDecoder, hits: list[CachedPrefix | None],
-               produced: list[int]) -> None:
+    def _store(self, prefix: PrefixCache, decoder: FastDecoder, produced: list[int]) -> None:
         """Keep each finished row's prompt and completion (but its last token, never fed back) in ``prefix``."""
         ids = self.ids.tolist()
-        for i, (row, hit) in enumerate(zip(self.rows, hits, strict=True)):
+        for i, row in enumerate(self.rows):
             if i in self.errors or not produced[i]:
                 continue
             fed = produced[i] - 1
             start = self.width - len(row.prompt)
-            prefix.store(row.prompt + ids[i][:fed], decoder.slice(i, start, self.width + fed), replaces=hit)
+            prefix.store(row.prompt + ids[i][:fed], decoder.slice(i, start, self.width + fed))
 
     def _checked(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         import torch

@@ -35,6 +35,10 @@ class LocalConfig:
     batch_window_s: float = 0.005
     """The longest a request waits for others to share its batch (only while other requests are arriving or the
     previous batch was larger; a request alone runs at once)."""
+    batch_wait_fraction: float = 0.25
+    """While fewer requests are pending than the previous batch held, a request may also wait up to this fraction
+    of that batch's generate time for the rest (multi-turn episodes answered together come back a few ms apart,
+    after their env steps; one that runs alone costs a whole batch's time again). 0: only ``batch_window_s``."""
     max_batch_rows: int = 128
     """Most completions generated together (a small model answers a whole 100-game evaluation turn at once)."""
     default_max_tokens: int = 1024
@@ -44,15 +48,20 @@ class LocalConfig:
     fast_decode: bool = True
     """Decode Qwen2/Llama models with a static KV cache and a lean step over the model's modules (same logits up
     to float rounding); False always uses transformers' forward. Other architectures always use the latter."""
+    decode_threads: int | None = None
+    """torch threads while a batch decodes (the setting is process-wide; the previous one is restored after each
+    batch). None: 1 for a model on the CPU with fewer than 10M parameters, whose matmuls are too small to gain
+    from threads, while threads waiting for a core that a rollout actor holds stall every step (measured: 3-4x
+    slower decoding beside one busy process on 2 cores); torch's setting otherwise. 0: torch's setting."""
     prefix_cache_mb: float = 256
     """Memory for the keys and values of earlier turns, so a conversation's next turn prefills only its new
     tokens (fast decoding only; dropped when ``version`` or the weights change); 0 turns it off."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \
-                or self.prefix_cache_mb < 0:
-            raise ValueError("max_batch_rows and default_max_tokens must be >= 1, batch_window_s and prefix_cache_mb "
-                             ">= 0")
+                or self.prefix_cache_mb < 0 or (self.decode_threads or 0) < 0 or self.batch_wait_fraction < 0:
+            raise ValueError("max_batch_rows and default_max_tokens must be >= 1; batch_window_s, batch_wait_fraction, "
+                             "prefix_cache_mb and decode_threads >= 0")
 
 
 class LocalBackend:
@@ -97,18 +106,36 @@ class LocalBackend:
         self._arriving = 0  # requests rendering their prompt: the batcher waits for them (and only them)
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
                                                    max_rows=self.config.max_batch_rows,
-                                                   expecting=lambda: self._arriving)
+                                                   expecting=lambda: self._arriving,
+                                                   wait_fraction=self.config.batch_wait_fraction)
 
     @property
     def model_id(self) -> str:
         """The name answers carry."""
         return self._model_id
 
+    @property
+    def decode_threads(self) -> int:
+        """torch threads a batch decodes with (0: torch's setting), from ``config.decode_threads``."""
+        if self.config.decode_threads is not None:
+            return self.config.decode_threads
+        small = sum(p.numel() for p in self.model.parameters()) < 10_000_000
+        return 1 if small and self.model.device.type == "cpu" else 0
+
     def _generate(self, rows: list[Any]) -> list[Any]:
+        import torch
+
         from ._generation import generate_rows
 
-        return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode,
-                             prefix=self.prefix_cache, version=self.version)
+        threads, before = self.decode_threads, torch.get_num_threads()
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode,
+                                 prefix=self.prefix_cache, version=self.version)
+        finally:
+            if threads:
+                torch.set_num_threads(before)
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Render, queue, generate, and parse tool calls.

@@ -94,11 +94,9 @@ class PrefixCache:
             self.reused_tokens += len(best.ids)
         return best
 
-    def store(self, ids: list[int], layers: list[tuple[Any, Any]], *, replaces: CachedPrefix | None = None) -> None:
-        """Keep ``layers`` for ``ids``; ``replaces`` (the prefix the sequence extended) is dropped, since only the
-        longer one will be continued."""
-        if replaces is not None and self._entries.pop(replaces.ids, None) is not None:
-            self.nbytes -= replaces.nbytes
+    def store(self, ids: list[int], layers: list[tuple[Any, Any]]) -> None:
+        """Keep ``layers`` for ``ids``. The prefix it extended stays: other sequences may share it (a GRPO group's
+        games start alike) and come to it later; least recently used entries go first when memory runs out."""
         nbytes = sum(k.nelement() * k.element_size() + v.nelement() * v.element_size() for k, v in layers)
         if not ids or nbytes > self.max_bytes:
             return

@@ -117,15 +117,37 @@ def test_the_cache_keeps_the_longest_prefix_within_its_budget() -> None:
     def layers(n: int) -> list[tuple[Any, Any]]:
         return [(torch.zeros(1, n, 2), torch.zeros(1, n, 2))]  # 16 bytes per id
 
-    cache = PrefixCache(16 * 9)
+    cache = PrefixCache(16 * 10)
     cache.store([1, 2, 3], layers(3))
     cache.store([1, 2, 3, 4, 5], layers(5))
     assert cache.lookup([1, 2, 3, 4, 5, 6]).ids == (1, 2, 3, 4, 5)  # type: ignore[union-attr]
     assert cache.lookup([1, 2, 3, 4, 5]).ids == (1, 2, 3)  # type: ignore[union-attr]  # one id left to prefill
     assert cache.lookup([1, 2, 9]) is None and cache.lookup([7]) is None
-    cache.store([1, 2, 3, 4, 5, 6, 7], layers(7), replaces=cache.lookup([1, 2, 3, 4, 5, 6]))
-    assert len(cache) == 1 and cache.nbytes == 16 * 7  # the extended prefix is gone, then [1, 2, 3] evicted
-    cache.store(list(range(10)), layers(10))  # larger than the whole budget: not kept
-    assert len(cache) == 1
+    cache.lookup([1, 2, 3, 9])  # [1, 2, 3] used last
+    cache.store([1, 2, 3, 4, 5, 6, 7], layers(7))
+    assert len(cache) == 2 and cache.nbytes == 16 * (3 + 7)  # over budget: the least recently used one went
+    assert cache.lookup([1, 2, 3, 4, 5, 6]).ids == (1, 2, 3)  # type: ignore[union-attr]
+    cache.store(list(range(11)), layers(11))  # larger than the whole budget: not kept
+    assert len(cache) == 2
     cache.check_weights(("a", None))
     assert len(cache) == 0
+
+
+async def test_a_tiny_model_decodes_on_one_thread_and_the_setting_comes_back(tiny: tuple[Any, Any]) -> None:
+    import torch
+
+    from openenv_train.policy import LocalBackend, parse_chat_request
+
+    model, tokenizer = tiny
+    seen: list[int] = []
+    hook = model.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    backend = LocalBackend(model, tokenizer)
+    before = torch.get_num_threads()
+    try:
+        assert backend.decode_threads == 1
+        assert LocalBackend(model, tokenizer, config=LocalConfig(decode_threads=0)).decode_threads == 0
+        await backend.chat(parse_chat_request({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}))
+    finally:
+        hook.remove()
+        await backend.aclose()
+    assert seen and set(seen) == {1} and torch.get_num_threads() == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -92,3 +93,25 @@ async def test_a_failing_row_fails_only_its_job() -> None:
     assert all(not isinstance(r, BaseException) for r in ok)
     outputs, info = results[0]  # type: ignore[misc]
     assert outputs == [20, 220] and info.batch_rows == 2  # the batch of 12 failed; each job then ran alone
+
+
+async def test_jobs_coming_back_from_a_larger_batch_wait_for_each_other() -> None:
+    """Multi-turn episodes answered together return a few ms apart; with a slow batch before, the first one to
+    return waits for the rest (up to a fraction of that batch's time) instead of running alone."""
+    def run(rows: list[int]) -> list[int]:
+        time.sleep(1.0)
+        return rows
+
+    batcher: Batcher[int, int] = Batcher(run, window_s=0.001, expecting=lambda: 0, wait_fraction=0.5)
+
+    async def later(i: int) -> tuple[list[int], Any]:
+        await asyncio.sleep(0.01 * i)
+        return await batcher.submit([i])
+
+    try:
+        first = await asyncio.gather(*(batcher.submit([i]) for i in range(4)))
+        again = await asyncio.gather(*(later(i) for i in range(4)))
+    finally:
+        await batcher.aclose()
+    assert {info.batch_rows for _, info in first} == {4}
+    assert {info.batch_rows for _, info in again} == {4}  # one batch, not the first alone and then the rest
