@@ -4,7 +4,9 @@
   episodes concurrently against our Wordle server; the trainer's live model answers through a capturing
   ``PolicyServer`` (``LocalBackend``) in this process.
 - ``ours_nocache``: the same with ``LocalBackend``'s prefix cache off (every turn prefills the whole
-  conversation again), the path before the cache.
+  conversation again); ``ours_before``: also with torch's thread setting while decoding and the batcher's plain
+  5 ms window, i.e. the serving path before those three changes (``LocalConfig(prefix_cache_mb=0,
+  decode_threads=0, batch_wait_fraction=0)``).
 - ``trl_env``: ``GRPOTrainer(environment_factory=make_environment_factory("wordle"))``: TRL generates in-process
   (batched ``model.generate`` per tool round) and calls the env's tool once per rollout, one after another.
 - ``trl_single``: TRL with a plain single-turn reward (no env), for scale.
@@ -23,8 +25,8 @@ figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, opti
 a game) and ``tokens`` (completion tokens a game, TRL's ``completions/mean_length``) say whether the paths played
 the same games: a gap in them is a gap in work, not in speed::
 
-    python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--modes ours ours_nocache trl_env trl_single]
-                                   [--json out.json]
+    python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--json out.json]
+                                   [--modes ours ours_nocache ours_before trl_env trl_single]
 """
 
 from __future__ import annotations
@@ -202,9 +204,9 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
     measured: list[dict[str, float]] = []
     cleanup: list[Callable[[], None]] = []
     kwargs: dict[str, Any] = {}
-    if mode in ("ours", "ours_nocache"):
+    if mode.startswith("ours"):
         from openenv_train.integrations.trl import field_reward, make_rollout_func
-        from openenv_train.policy import PolicyServer, ScriptedBackend
+        from openenv_train.policy import LocalConfig, PolicyServer, ScriptedBackend
         from openenv_train.pool import PoolConfig, RolloutPool
         from openenv_train.trace import CaptureStore
 
@@ -215,11 +217,11 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
                            config=PoolConfig(num_actors=args.actors, sessions_per_actor=args.sessions, max_turns=10,
                                              ray_num_cpus=2, run_id="bench")).start()
         cleanup += [pool.close, server.close]
-        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens)
+        local = {"ours": LocalConfig(), "ours_nocache": LocalConfig(prefix_cache_mb=0),
+                 "ours_before": LocalConfig(prefix_cache_mb=0, decode_threads=0, batch_wait_fraction=0)}[mode]
+        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens, local=local)
 
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-            if mode == "ours_nocache" and rollout.runner is not None:  # after the warm-up step built the backend
-                rollout.runner.backend.prefix_cache = None
             cache = getattr(rollout.runner, "backend", None) and rollout.runner.backend.prefix_cache
             reused = cache.reused_tokens if cache else 0
             out = rollout(prompts, trainer)
@@ -289,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
     parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
-    parser.add_argument("--modes", nargs="+", default=["ours", "ours_nocache", "trl_env", "trl_single"],
-                        choices=["ours", "ours_nocache", "trl_env", "trl_single"])
+    modes = ["ours", "ours_nocache", "ours_before", "trl_env", "trl_single"]
+    parser.add_argument("--modes", nargs="+", default=modes, choices=modes)
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=1024)
     parser.add_argument("--per-turn-tokens", type=int, default=48)

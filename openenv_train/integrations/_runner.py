@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core import EventLoopThread
 from ..pool import AgentLoop, EpisodeSpec, Job, PoolConfig, RolloutActor, TextAgent, build_row
 from ..trace import CaptureStore, TraceRow, TraceWriter
+
+if TYPE_CHECKING:
+    from ..policy import LocalConfig
 
 __all__ = ["LocalRunner"]
 
@@ -34,17 +37,19 @@ class LocalRunner:
         config: pool options used here: ``sessions_per_actor``, ``max_turns``, ``max_tokens``, ``sampling``,
             ``episode_timeout_s``, ``client``, ``run_id``, ``env_vars``, ``server_args``.
         writer: rows are written to it as well as returned.
+        local: options of the :class:`~openenv_train.policy.LocalBackend` serving ``model``.
     """
 
     def __init__(self, env: str, model: Any, tokenizer: Any, *, agent: AgentLoop | None = None,
-                 config: PoolConfig | None = None, writer: TraceWriter | None = None) -> None:
+                 config: PoolConfig | None = None, writer: TraceWriter | None = None,
+                 local: LocalConfig | None = None) -> None:
         from ..policy import LocalBackend, captured_policy
 
         self.env = env
         self.config = config or PoolConfig(num_actors=1)
         self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
         self.writer = writer
-        self.backend = LocalBackend(model, tokenizer)
+        self.backend = LocalBackend(model, tokenizer, config=local)
         self._policy = captured_policy(self.backend)
         self.capture: CaptureStore = self._policy.capture
         self.server = self._policy.server

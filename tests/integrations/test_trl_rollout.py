@@ -22,13 +22,13 @@ def test_grpo_step_through_rollout_func_on_wordle(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.policy import build_tiny_model
+    from openenv_train.policy import LocalConfig, build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny")
     dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}])
     writer = TraceWriter(tmp_path / "run")
     rollout = make_rollout_func("wordle", config=PoolConfig(num_actors=1, max_turns=2, run_id="trl"), writer=writer,
-                                per_turn_tokens=4)
+                                per_turn_tokens=4, local=LocalConfig(max_batch_rows=3))
     funcs, weights = rubric_rewards({"wordle": 1.0})
     seen: list[dict[str, object]] = []
     env_reward = field_reward("env")
@@ -51,6 +51,7 @@ def test_grpo_step_through_rollout_func_on_wordle(tmp_path: Path) -> None:
 
     def recorded(prompts: list, trainer: GRPOTrainer) -> dict[str, list]:
         outputs.append(rollout(prompts, trainer))
+        assert rollout.runner.backend.config.max_batch_rows == 3  # the options given serve the trainer's model
         return outputs[-1]
 
     trainer = GRPOTrainer(model=model, processing_class=AutoTokenizer.from_pretrained(path),

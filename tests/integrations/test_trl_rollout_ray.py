@@ -61,7 +61,7 @@ def _check_trainer_sampling(rows: list) -> None:
 @pytest.mark.timeout(300)
 def test_rollout_func_on_a_started_pool_and_its_policy_server(ray_local: Any, tmp_path: Path) -> None:
     from openenv_train.harbor import TraceWriter, read_traces
-    from openenv_train.policy import PolicyServer, ScriptedBackend, build_tiny_model
+    from openenv_train.policy import LocalConfig, PolicyServer, ScriptedBackend, build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny")
     capture = CaptureStore()
@@ -70,8 +70,10 @@ def test_rollout_func_on_a_started_pool_and_its_policy_server(ray_local: Any, tm
     pool = RolloutPool("wordle", server.base_url, capture=capture, writer=writer, num_actors=1, max_turns=2,
                        run_id="hosted").start()
     try:
-        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=4, episode_prefix="grpo-")
+        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=4, episode_prefix="grpo-",
+                                    local=LocalConfig(prefix_cache_mb=0))
         out = rollout(['{"task": "crane"}'] * 2 + ['{"task": "moist"}'] * 2, _trainer(path, step=3))
+        assert rollout.runner.backend.prefix_cache is None  # the options given serve the trainer's model
         rollout.close()  # leaves the caller's pool and server running
         assert pool.run([EpisodeSpec("after", {"task": "crane"}, 0)])[0].ok
     finally:

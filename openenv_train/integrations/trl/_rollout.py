@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
+
+if TYPE_CHECKING:
+    from ...policy import LocalConfig
 
 __all__ = ["PoolFactory", "TrlRolloutFunc", "default_task", "make_rollout_func", "rollout_fields", "trainer_sampling"]
 
@@ -75,10 +78,11 @@ class _PoolRunner:
     """
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
-                 server: Any = None, policy_url: str | None = None) -> None:
+                 server: Any = None, policy_url: str | None = None, local: LocalConfig | None = None) -> None:
         from ...policy import FixedSampling, LocalBackend, UpstreamBackend, captured_policy
 
-        self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer)
+        self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer,
+                                                                                          config=local)
         served = FixedSampling(self.backend, **sampling)
         self.own_server = server is None
         if server is None:
@@ -150,8 +154,9 @@ class TrlRolloutFunc:
     def __init__(self, env: str | PoolFactory, *, agent: AgentLoop | None, config: PoolConfig | None,
                  writer: TraceWriter | None, task_fn: Callable[[Any], dict[str, Any]],
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
-                 policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None) -> None:
-        self.env, self.agent, self.config, self.writer = env, agent, config, writer
+                 policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
+                 local: LocalConfig | None = None) -> None:
+        self.env, self.agent, self.config, self.writer, self.local = env, agent, config, writer, local
         self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
         self.tokenizer: Any = None
         self.task_fn, self.rubric, self.per_turn_tokens = task_fn, rubric, per_turn_tokens
@@ -176,9 +181,9 @@ class TrlRolloutFunc:
 
             config = dataclasses.replace(config, sampling={**sampling, **config.sampling}, max_tokens=max_tokens)
             return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
-                               writer=self.writer)
+                               writer=self.writer, local=self.local)
         return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
-                           policy_url=self.policy_url)
+                           policy_url=self.policy_url, local=self.local)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
@@ -236,7 +241,7 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       writer: TraceWriter | None = None, task_fn: Callable[[Any], dict[str, Any]] = default_task,
                       rubric: Callable[[TraceRow], Any] | None = None, per_turn_tokens: int | None = None,
                       policy_server: Any = None, episode_prefix: str = "",
-                      policy_url: str | None = None) -> TrlRolloutFunc:
+                      policy_url: str | None = None, local: LocalConfig | None = None) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -266,6 +271,8 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
         policy_url: on a pool path, answer through this OpenAI-compatible server instead of the trainer's model
             in this process: a ``trl vllm-serve`` server that ``GRPOConfig(use_vllm=True, vllm_mode="server")``
             keeps in sync with the trainer's weights at every step.
+        local: options of the :class:`~openenv_train.policy.LocalBackend` that serves the trainer's model (batching,
+            prefix cache, decode threads); default ``LocalConfig()``.
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -275,4 +282,4 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                          "pool's policy (or pass a PoolFactory and let the rollout function start both)")
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
-                          policy_url=policy_url)
+                          policy_url=policy_url, local=local)
