@@ -11,6 +11,8 @@ import asyncio
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,19 +125,11 @@ class LocalBackend:
         return 1 if small and self.model.device.type == "cpu" else 0
 
     def _generate(self, rows: list[Any]) -> list[Any]:
-        import torch
-
         from ._generation import generate_rows
 
-        threads, before = self.decode_threads, torch.get_num_threads()
-        if threads:
-            torch.set_num_threads(threads)
-        try:
+        with _THREADS.using(self.decode_threads):
             return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode,
                                  prefix=self.prefix_cache, version=self.version)
-        finally:
-            if threads:
-                torch.set_num_threads(before)
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Render, queue, generate, and parse tool calls.
@@ -246,6 +240,39 @@ class LocalBackend:
     async def aclose(self) -> None:
         """Stop the batching task and its thread (the model stays loaded)."""
         await self._batcher.aclose()
+
+
+class _DecodeThreads:
+    """torch's thread setting is process-wide: backends decoding at once share one change and the last one out
+    restores what was there before the first one in."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved = 0
+
+    @contextmanager
+    def using(self, threads: int) -> Iterator[None]:
+        import torch
+
+        if not threads:
+            yield
+            return
+        with self._lock:
+            if not self._users:
+                self._saved = torch.get_num_threads()
+            self._users += 1
+            torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if not self._users:
+                    torch.set_num_threads(self._saved)
+
+
+_THREADS = _DecodeThreads()
 
 
 def _check_supported(request: ChatRequest) -> None:

@@ -151,3 +151,20 @@ async def test_a_tiny_model_decodes_on_one_thread_and_the_setting_comes_back(tin
         hook.remove()
         await backend.aclose()
     assert seen and set(seen) == {1} and torch.get_num_threads() == before
+
+
+def test_backends_decoding_at_once_restore_the_thread_setting() -> None:
+    """Two backends' batches overlapping (enter A, enter B, leave A, leave B) leave torch's setting as it was."""
+    import torch
+
+    from openenv_train.policy._local import _THREADS
+
+    before = torch.get_num_threads()
+    a, b = _THREADS.using(1), _THREADS.using(1)
+    a.__enter__()
+    b.__enter__()
+    assert torch.get_num_threads() == 1
+    a.__exit__(None, None, None)
+    assert torch.get_num_threads() == 1  # B still decodes
+    b.__exit__(None, None, None)
+    assert torch.get_num_threads() == before
