@@ -33,6 +33,13 @@ for (const id of ['reward-display', 'click-canvas', 'sync-task-cover']) {
   const el = document.getElementById(id); if (el) el.style.display = 'none';
 }
 """
+#: Resolves once the page's own ``window.onload`` (``core.startEpisode``: the display, its canvas, the start
+#: cover) has run: WebDriver's ``get`` returns at ``readyState == "complete"``, which can come before the load
+#: handlers, and starting the episode then fails on the missing canvas.
+_LOADED = """
+const done = arguments[arguments.length - 1];
+(function check() { if (document.getElementById('sync-task-cover')) done(true); else setTimeout(check, 5); })();
+"""
 _STATUS = "return [WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON, core.getUtterance()];"
 
 
@@ -93,6 +100,7 @@ class BrowserEnvironment(Environment[BrowserAction, BrowserObservation, BrowserS
             # every tab acts as the focused one (as Playwright does), else focus events skip background tabs
             driver.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
             driver.get(url)
+            driver.execute_async_script(_LOADED)
             driver.execute_script(_START, seed, EPISODE_MAX_TIME_MS)
 
         try:
