@@ -105,6 +105,7 @@ class LocalBackend:
         self.prefix_cache = PrefixCache(int(self.config.prefix_cache_mb * 2**20)) \
             if self.config.prefix_cache_mb else None
         """Keys and values of earlier turns (None when turned off); its ``hits`` and ``reused_tokens`` count reuse."""
+        self._small = sum(p.numel() for p in model.parameters()) < 10_000_000  # counted once, not per batch
         self._arriving = 0  # requests rendering their prompt: the batcher waits for them (and only them)
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
                                                    max_rows=self.config.max_batch_rows,
@@ -121,8 +122,7 @@ class LocalBackend:
         """torch threads a batch decodes with (0: torch's setting), from ``config.decode_threads``."""
         if self.config.decode_threads is not None:
             return self.config.decode_threads
-        small = sum(p.numel() for p in self.model.parameters()) < 10_000_000
-        return 1 if small and self.model.device.type == "cpu" else 0
+        return 1 if self._small and self.model.device.type == "cpu" else 0
 
     def _generate(self, rows: list[Any]) -> list[Any]:
         from ._generation import generate_rows
