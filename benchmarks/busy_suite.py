@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,14 +57,16 @@ def counts(summary: str) -> dict[str, int]:
 
 
 def run_once(pytest_args: list[str], log: Path | None = None) -> tuple[dict[str, int], float, str]:
-    """One pytest run: its counts, its wall time and the tail of its output (all of it written to ``log``)."""
+    """One pytest run: its counts, its wall time and the tail of its output (all of it written to ``log`` as it
+    comes, so a long run can be followed with ``tail -f``)."""
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *pytest_args], cwd=ROOT,
-                          capture_output=True, text=True)
-    if log is not None:
-        log.write_text(done.stdout + done.stderr)
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    summary = lines[-1] if lines else done.stderr[-500:]
+    with tempfile.TemporaryDirectory() as scratch:
+        out = log or Path(scratch) / "pytest.txt"
+        with out.open("w") as sink:
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *pytest_args], cwd=ROOT,
+                           stdout=sink, stderr=subprocess.STDOUT)
+        lines = [line for line in out.read_text(errors="replace").splitlines() if line.strip()]
+    summary = next((line for line in reversed(lines) if _COUNT.search(line) and " in " in line), "")
     return counts(summary), time.monotonic() - start, "\n".join(lines[-30:])
 
 
