@@ -183,14 +183,15 @@ class LocalProcessProvider(Provider):
         self.started = True
         try:
             endpoint = await self._wait_ready()
-            await wait_healthy(endpoint, timeout_s=self.startup_timeout_s, is_alive=self._alive)
+            await wait_healthy(endpoint, timeout_s=self.startup_timeout_s, is_alive=self.alive)
         except (TimeoutError, RuntimeError) as exc:
             tail = self.log_tail()
             await self.stop()
             raise ServerStartError(f"server for {self.env!r} did not start: {exc}\n--- server output ---\n{tail}") from None
         return endpoint
 
-    def _alive(self) -> bool:
+    def alive(self) -> bool:
+        """Whether the server's process is still running."""
         return self.process is not None and self.process.poll() is None
 
     async def _wait_ready(self) -> Endpoint:
@@ -199,7 +200,7 @@ class LocalProcessProvider(Provider):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.startup_timeout_s
         while not ready.exists():
-            if not self._alive():
+            if not self.alive():
                 raise RuntimeError(f"the server process exited with code {self.process.returncode}")  # type: ignore[union-attr]
             if loop.time() > deadline:
                 raise TimeoutError(f"no ready signal within {self.startup_timeout_s:g}s")

@@ -200,10 +200,10 @@ class RolloutActor:
     async def _ensure_server(self) -> None:
         if self.fleet:  # fleet servers are the user's: nothing to start
             return
-        if self.endpoint is not None and (self.provider is None or self.provider._alive()):
+        if self.endpoint is not None and (self.provider is None or self.provider.alive()):
             return
         async with self._lock:
-            if self.endpoint is not None and (self.provider is None or self.provider._alive()):
+            if self.endpoint is not None and (self.provider is None or self.provider.alive()):
                 return
             if self.provider is not None:
                 await self.provider.stop(grace_s=1.0)
@@ -228,7 +228,7 @@ class RolloutActor:
             return
         with contextlib.suppress(subprocess.TimeoutExpired):
             await asyncio.to_thread(provider.process.wait, 1.0)
-        if not provider._alive():
+        if not provider.alive():
             await self._ensure_server()
 
 

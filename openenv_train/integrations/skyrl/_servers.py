@@ -42,7 +42,7 @@ def shared_server(env: str, *, mode: Literal["auto", "text", "json", "mcp"] = "a
     key = (env, mode, text_field)
     with _lock:
         found = _servers.get(key)
-        if found is not None and (found.provider is None or found.provider._alive()):
+        if found is not None and (found.provider is None or found.provider.alive()):
             return found
         provider = None
         if is_url(env):
