@@ -13,7 +13,8 @@ the generator, which ``tests/policy/test_sampling.py`` checks), so a step makes 
 on other devices, one call per row and step, as before.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token chosen (raw logits at temperature 0), before
-top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`).
+top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`). A temperature below
+:data:`GREEDY_BELOW` decodes as temperature 0 does, as vLLM treats it: dividing float32 logits by it overflows.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from ._types import SamplingParams
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BatchSampler"]
+__all__ = ["GREEDY_BELOW", "BatchSampler"]
+
+#: Temperatures under this decode greedily (vLLM's ``_SAMPLING_EPS``); their logprobs are the raw logits'.
+GREEDY_BELOW = 1e-5
 
 #: Most exponential draws kept ahead per row on CPU (floats), and the first chunk's length in steps (it doubles).
 _DRAW_BUDGET = 1 << 16
@@ -76,9 +80,11 @@ class BatchSampler:
     def __init__(self, params: list[SamplingParams], seeds: list[int], steps: int, device: torch.device) -> None:
         import torch
 
-        self.greedy = torch.tensor([p.temperature == 0 for p in params], device=device)
-        self.sampled = [i for i, p in enumerate(params) if p.temperature != 0]
-        self.temps = torch.tensor([p.temperature or 1.0 for p in params], device=device)[:, None]
+        greedy = [p.temperature < GREEDY_BELOW for p in params]
+        self.greedy = torch.tensor(greedy, device=device)
+        self.sampled = [i for i, g in enumerate(greedy) if not g]
+        self.temps = torch.tensor([1.0 if g else p.temperature for p, g in zip(params, greedy, strict=True)],
+                                  device=device)[:, None]
         self.device = device
         top_k = [p.top_k for p in params]
         top_p = [p.top_p for p in params]

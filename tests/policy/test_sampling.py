@@ -77,3 +77,18 @@ def test_batched_sampler_draws_the_old_loops_tokens_for_every_seed(vocab: int) -
         step_logits[1::5, :10] = 4.0  # exact ties, at the top
         logits.append(step_logits)
     assert _new_run(logits, params, seeds, ends) == _old_run(logits, params, seeds, ends)
+
+
+def test_a_tiny_temperature_decodes_greedily_with_finite_logprobs() -> None:
+    """1e-84 (found by the chat fuzzer) is 0 in float32: dividing by it gave inf logits and a 500 at JSON time."""
+    from openenv_train.policy._sampling import GREEDY_BELOW, BatchSampler
+
+    logits = torch.randn((3, 50), generator=torch.Generator().manual_seed(0)) * 3
+    temps = [1.418043102685024e-84, GREEDY_BELOW / 2, 0.0]
+    sampler = BatchSampler([SamplingParams(temperature=t) for t in temps], [1, 2, 3], steps=1, device=torch.device("cpu"))
+    tokens, chosen, _ = sampler.choose(logits, 0)
+    assert tokens.tolist() == logits.argmax(dim=-1).tolist()
+    assert torch.isfinite(chosen).all()
+    assert torch.equal(chosen, torch.log_softmax(logits, dim=-1).gather(1, tokens[:, None])[:, 0])
+    # at the threshold a row samples, with its own temperature
+    assert BatchSampler([SamplingParams(temperature=GREEDY_BELOW)], [1], 1, torch.device("cpu")).sampled == [0]

@@ -151,7 +151,11 @@ def test_fuzz_chat_raw_bodies(policy: Any, raw: bytes) -> None:
     b'{"messages":[{"role":"user","content":"hi"}],"n":16,"max_tokens":1,"logprobs":true,"top_logprobs":20}',
     b'{"messages":[{"role":[]}]}',  # unhashable roles: refused as 400, not a TypeError
     b'{"messages":[{"role":{"a":1},"content":"x"}]}',
-], ids=["deep-array", "deep-content", "1e400", "NaN", "5000-digits", "bad-utf8", "max-n", "list-role", "dict-role"])
+    # found by the fuzzer: 0 in float32, so the logits overflowed and the reply's logprobs could not be JSON
+    b'{"messages":[{"role":"user","content":"hi"}],"temperature":1.418043102685024e-84,"max_tokens":2,'
+    b'"logprobs":true,"top_logprobs":3}',
+], ids=["deep-array", "deep-content", "1e400", "NaN", "5000-digits", "bad-utf8", "max-n", "list-role", "dict-role",
+        "tiny-temperature"])
 def test_hostile_chat_bodies(policy: Any, raw: bytes) -> None:
     status, reply = _post(policy, raw)
     check_reply(status, reply, raw[:100])
