@@ -81,7 +81,6 @@ class BatchSampler:
         import torch
 
         greedy = [p.temperature < GREEDY_BELOW for p in params]
-        self.greedy = torch.tensor(greedy, device=device)
         self.sampled = [i for i, g in enumerate(greedy) if not g]
         self.temps = torch.tensor([1.0 if g else p.temperature for p, g in zip(params, greedy, strict=True)],
                                   device=device)[:, None]
