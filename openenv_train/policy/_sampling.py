@@ -9,8 +9,8 @@ computes the same ``p`` and ``q`` and takes the same argmax for all sampled rows
 
 The ``q`` draws are the only per-row work: on CPU a row's draws for several steps come from one
 ``exponential_`` call (its values equal those of one call per step: the CPU kernel draws element by element from
-the generator, which ``tests/policy/test_sampling.py`` checks), so a step makes no per-row call most of the time;
-on other devices, one call per row and step, as before.
+the generator, which ``tests/policy/test_sampling.py`` checks), into one buffer for all rows, so a step makes no
+per-row call most of the time; on other devices, one call per row and step, as before.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token chosen (raw logits at temperature 0), before
 top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`). A temperature below
@@ -46,32 +46,36 @@ class _Top:
 
 
 class _Draws:
-    """One sampled row's generator and its exponential draws, one ``[vocab]`` vector per step from step 0."""
+    """The sampled rows' generators and their exponential draws: ``at(step)`` is each row's ``[vocab]`` vector
+    of that step. Every row draws at every step from 0 until it ends, so draws are consumed in order and the rows
+    still going refill together: on CPU one ``[rows, steps, vocab]`` buffer, a step's draws one index op."""
 
-    def __init__(self, seed: int, device: torch.device, steps: int) -> None:
+    def __init__(self, seeds: list[int], device: torch.device, steps: int) -> None:
         import torch
 
-        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         self.device, self.steps = device, steps
-        self.buffer: torch.Tensor | None = None
-        self.start = 0  # the step of buffer[0]
+        self.buffer: torch.Tensor | None = None  # [rows, steps ahead, vocab]; finished rows' lanes go stale
+        self.start = 0  # the step of buffer[:, 0]
         self.chunk = _FIRST_CHUNK
 
-    def at(self, step: int, size: int) -> torch.Tensor:
-        """The draw of ``step`` (a row draws at every step from 0 until it ends, so draws are consumed in order)."""
+    def at(self, step: int, lanes: list[int], index: torch.Tensor, size: int) -> torch.Tensor:
+        """The draws of ``step`` for the rows ``lanes`` (positions in ``seeds``; ``index`` the same as a
+        tensor), ``[len(lanes), size]``."""
         import torch
 
+        if self.device.type != "cpu":  # elsewhere one call of n draws need not equal n calls of one: keep those
+            return torch.stack([torch.empty(size, dtype=torch.float32, device=self.device).exponential_(
+                1, generator=self.generators[lane]) for lane in lanes])
         buffer = self.buffer
-        if buffer is None or step - self.start >= buffer.shape[0]:
-            if self.device.type == "cpu":
-                count = max(1, min(self.chunk, _DRAW_BUDGET // size, self.steps - step))
-                self.chunk *= 2  # a row that is still going after a chunk probably goes on
-            else:
-                count = 1  # elsewhere one call of n draws need not equal n calls of one: keep the old calls
-            buffer = self.buffer = torch.empty((count, size), dtype=torch.float32,
-                                               device=self.device).exponential_(1, generator=self.generator)
+        if buffer is None or step - self.start >= buffer.shape[1]:
+            count = max(1, min(self.chunk, _DRAW_BUDGET // size, self.steps - step))
+            self.chunk *= 2  # rows that are still going after a chunk probably go on
+            buffer = self.buffer = torch.empty((len(self.generators), count, size), dtype=torch.float32)
+            for lane in lanes:  # a lane is contiguous: its values equal ``count`` calls of one step each
+                buffer[lane].exponential_(1, generator=self.generators[lane])
             self.start = step
-        return buffer[step - self.start]
+        return buffer[index, step - self.start]
 
 
 class BatchSampler:
@@ -93,7 +97,8 @@ class BatchSampler:
         self.nucleus = torch.tensor([p < 1.0 for p in top_p], device=device)[:, None]
         self.any_nucleus = any(p < 1.0 for p in top_p)
         self.want_top = max(p.top_logprobs for p in params)
-        self.draws = {i: _Draws(seeds[i], device, steps) for i in self.sampled}
+        self.draws = _Draws([seeds[i] for i in self.sampled], device, steps)
+        self._lane = {row: lane for lane, row in enumerate(self.sampled)}
 
     def choose(self, logits: torch.Tensor, step: int, active: list[bool] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, _Top | None]:
@@ -113,7 +118,8 @@ class BatchSampler:
             index = torch.tensor(rows, device=logits.device)
             probs = torch.softmax(self._filtered(logp[index], rows, index), dim=-1)
             size = probs.shape[-1]
-            race = torch.stack([self.draws[i].at(step, size) for i in rows])
+            lanes = [self._lane[i] for i in rows]
+            race = self.draws.at(step, lanes, torch.tensor(lanes, device=logits.device), size)
             tokens[index] = (probs / race).argmax(dim=-1)
         chosen = logp.gather(1, tokens[:, None])[:, 0]
         top = None

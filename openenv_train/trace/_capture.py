@@ -39,6 +39,13 @@ class _Session:
         self.node_ids: set[str] = set()
 
 
+def _trace(turns: list[TrainingTurn]) -> TrainingTrace:
+    """A trace of turns :meth:`CaptureStore.record` validated (unique node ids included), without validating each
+    again: the endpoint reads a session's turns on every call, and validating its token ids each time made a long
+    session's calls cost more and more."""
+    return TrainingTrace.model_construct(turns=turns)
+
+
 class CaptureStore:
     """Open capture sessions keyed by session id; safe to call from threads and from asyncio tasks.
 
@@ -95,7 +102,7 @@ class CaptureStore:
     def get(self, session_id: str) -> TrainingTrace:
         """The turns recorded so far (a copy; the session stays open)."""
         with self._lock:
-            return TrainingTrace(turns=list(self._session(session_id).turns))
+            return _trace(list(self._session(session_id).turns))
 
     def metadata(self, session_id: str) -> dict[str, Any]:
         """The metadata given to :meth:`open_session` (a copy)."""
@@ -107,7 +114,7 @@ class CaptureStore:
         with self._lock:
             session = self._session(session_id)
             del self._sessions[session_id]
-        return TrainingTrace(turns=session.turns)
+        return _trace(session.turns)
 
     def __contains__(self, session_id: object) -> bool:
         with self._lock:
