@@ -134,15 +134,17 @@ def test_the_cache_keeps_the_longest_prefix_within_its_budget() -> None:
 
 
 async def test_a_tiny_model_decodes_on_one_thread_and_the_setting_comes_back(tiny: tuple[Any, Any]) -> None:
+    import sys
+
     import torch
 
     from openenv_train.policy import LocalBackend, parse_chat_request
 
     model, tokenizer = tiny
-    seen: list[int] = []
-    hook = model.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    seen: list[tuple[int, float]] = []
+    hook = model.register_forward_pre_hook(lambda *_: seen.append((torch.get_num_threads(), sys.getswitchinterval())))
     backend = LocalBackend(model, tokenizer)
-    before = torch.get_num_threads()
+    before = torch.get_num_threads(), sys.getswitchinterval()
     try:
         assert backend.decode_threads == 1
         assert LocalBackend(model, tokenizer, config=LocalConfig(decode_threads=0)).decode_threads == 0
@@ -150,21 +152,25 @@ async def test_a_tiny_model_decodes_on_one_thread_and_the_setting_comes_back(tin
     finally:
         hook.remove()
         await backend.aclose()
-    assert seen and set(seen) == {1} and torch.get_num_threads() == before
+    assert seen and set(seen) == {(1, LocalConfig().decode_switch_s)}
+    assert (torch.get_num_threads(), sys.getswitchinterval()) == before
 
 
-def test_backends_decoding_at_once_restore_the_thread_setting() -> None:
-    """Two backends' batches overlapping (enter A, enter B, leave A, leave B) leave torch's setting as it was."""
+def test_backends_decoding_at_once_restore_the_thread_and_switch_settings() -> None:
+    """Two backends' batches overlapping (enter A, enter B, leave A, leave B) leave torch's thread setting and
+    Python's switch interval as they were."""
+    import sys
+
     import torch
 
-    from openenv_train.policy._local import _THREADS
+    from openenv_train.policy._local import _DECODING
 
-    before = torch.get_num_threads()
-    a, b = _THREADS.using(1), _THREADS.using(1)
+    before = torch.get_num_threads(), sys.getswitchinterval()
+    a, b = _DECODING.using(1, 0.0005), _DECODING.using(1, 0.0005)
     a.__enter__()
     b.__enter__()
-    assert torch.get_num_threads() == 1
+    assert (torch.get_num_threads(), sys.getswitchinterval()) == (1, 0.0005)
     a.__exit__(None, None, None)
-    assert torch.get_num_threads() == 1  # B still decodes
+    assert (torch.get_num_threads(), sys.getswitchinterval()) == (1, 0.0005)  # B still decodes
     b.__exit__(None, None, None)
-    assert torch.get_num_threads() == before
+    assert (torch.get_num_threads(), sys.getswitchinterval()) == before
