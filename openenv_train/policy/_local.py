@@ -60,8 +60,8 @@ class LocalConfig:
     """Python's thread switch interval while a batch decodes (``sys.setswitchinterval``; process-wide, restored
     after each batch). Each of a decode step's ~100 torch ops gives up the GIL and must take it back; beside a
     busy Python thread (the endpoint's event loop parsing requests, a trainer's loop) every take-back can wait a
-    whole interval, Python's default 5 ms: a 32-row batch measured 2.5-3.4x slower beside a busy thread at 5 ms,
-    1.3-1.7x at 0.5 ms. None or 0: Python's setting."""
+    whole interval, Python's default 5 ms (``benchmarks/decode_gil.py`` measures a batch alone and beside one).
+    None or 0: Python's setting."""
     prefix_cache_mb: float = 256
     """Memory for the keys and values of earlier turns, so a conversation's next turn prefills only its new
     tokens (fast decoding only; dropped when ``version`` or the weights change); 0 turns it off."""
