@@ -60,9 +60,10 @@ class FastDecoder:
             return False
 
     @staticmethod
-    def build(model: Any, cache: Any, rows: int, width: int, steps: int) -> FastDecoder | None:
+    def build(model: Any, cache: Any, rows: int, width: int, steps: int, *,
+              spread: torch.Tensor | None = None) -> FastDecoder | None:
         """A fast decoder holding transformers' prefilled ``cache`` (``width`` slots), or None when the model is
-        not one it reproduces."""
+        not one it reproduces. ``spread``: the cache holds distinct prompts, and row ``i`` takes ``spread[i]``'s."""
         if not FastDecoder.supports(model):
             return None
         decoder = FastDecoder(model, rows, width + steps)
@@ -70,6 +71,8 @@ class FastDecoder:
             k, v = cache.layers[i].keys, cache.layers[i].values
             if k.shape[-2] != width or k.shape[1] != keys.shape[1]:
                 return None
+            if spread is not None:
+                k, v = k[spread], v[spread]
             keys[:, :, :width], values[:, :, :width] = k, v
         return decoder
 

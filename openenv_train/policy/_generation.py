@@ -109,6 +109,21 @@ def _mask(logits: torch.Tensor, slows: dict[int, _Slow], done: list[bool], error
     return masked
 
 
+def _same_prompts(rows: list[Row]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """For a batch where some rows share their prompt: the first row of each distinct prompt, and for every row
+    the position of its prompt among those; None when every prompt differs."""
+    import torch
+
+    first: dict[tuple[int, ...], int] = {}
+    spread = [first.setdefault(tuple(r.prompt), len(first)) for r in rows]
+    if len(first) == len(rows):
+        return None
+    unique = [0] * len(first)
+    for i, position in reversed(list(enumerate(spread))):
+        unique[position] = i
+    return torch.tensor(unique), torch.tensor(spread)
+
+
 def _forward_names(model: Any) -> tuple[str, bool]:
     """The cache keyword (``cache`` on transformers >= 5.24, ``past_key_values`` before) and whether the model
     takes ``logits_to_keep``."""
@@ -186,13 +201,25 @@ class _Batch:
             logits_now = self._prefill_cached(reusing, hits, mask, positions)
         else:
             cache_name, keeps = _forward_names(self.model)
-            cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
             first = {"logits_to_keep": 1} if keeps else {}
             ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
-            out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
-                             **cache, **first)
-            decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
-            logits_now = out.logits[:, -1, :]
+            # Rows with the same prompt (a GRPO group's first turn) are prefilled once; the static cache takes
+            # each row's copy. transformers' own decode steps keep its cache, so they prefill every row.
+            spread = _same_prompts(rows) if fast and FastDecoder.supports(self.model) else None
+            decoder = None
+            if spread is not None:
+                unique, spread = spread
+                cache = {cache_name: DynamicCache(config=self.model.config)}
+                out = self.model(input_ids=ids[unique], attention_mask=mask[unique, :width],
+                                 position_ids=positions[unique], use_cache=True, **cache, **first)
+                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps, spread=spread)
+                logits_now = out.logits[:, -1, :][spread]
+            if decoder is None:
+                cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
+                out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
+                                 **cache, **first)
+                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
+                logits_now = out.logits[:, -1, :]
         attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
         done = torch.zeros(count, dtype=torch.bool, device=self.device)
         by_token = torch.zeros_like(done)

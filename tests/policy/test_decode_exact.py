@@ -70,3 +70,34 @@ async def test_fast_decode_matches_transformers_forward(tiny: tuple[Any, Any], p
         assert result.choices[0].logprobs == pytest.approx(expected.tolist(), abs=1e-4)
         if params["temperature"] == 0:
             assert completion == logits.argmax(-1).tolist()
+
+
+def test_rows_sharing_a_prompt_are_prefilled_once_and_decode_as_if_each_had_its_own(
+        tiny: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GRPO group's first turn: eight games with one prompt (and two other prompts) in one batch, sampled with
+    their own seeds. The prefill runs once per distinct prompt, and every row's ids and logprobs are those of the
+    batch prefilled row by row."""
+    from openenv_train.policy import SamplingParams, _generation
+    from openenv_train.policy._generation import Row, generate_rows
+
+    model, tokenizer = tiny
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
+                                             tokenize=True, return_dict=False) for p in PROMPTS[:3]]
+    eos = frozenset({int(tokenizer.eos_token_id)})
+    rows = [Row(list(prompts[0 if i < 8 else i - 7]), SamplingParams(temperature=1.0), 12, 100 + i, eos)
+            for i in range(10)]
+    prefilled: list[int] = []
+    hook = model.register_forward_pre_hook(lambda _, args, kwargs: prefilled.append(kwargs["input_ids"].shape[0]),
+                                           with_kwargs=True)
+    try:
+        shared = generate_rows(model, tokenizer, rows, pad_id=int(tokenizer.pad_token_id))
+        assert prefilled == [3]
+        monkeypatch.setattr(_generation, "_same_prompts", lambda rows: None)
+        alone = generate_rows(model, tokenizer, rows, pad_id=int(tokenizer.pad_token_id))
+        assert prefilled == [3, 10]
+    finally:
+        hook.remove()
+    assert [o.token_ids for o in shared] == [o.token_ids for o in alone]
+    assert len({tuple(o.token_ids) for o in shared[:8]}) > 1  # the group's games sampled apart
+    for a, b in zip(shared, alone, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, rel=1e-6, abs=1e-6)
