@@ -38,6 +38,25 @@ def held_on_marked_nodes(folder: str) -> Any:
     return policy
 
 
+def held_while_marked(folder: str) -> Any:
+    """:func:`slow_solver` that, while ``folder/hold`` exists, writes one file in ``folder/calls`` per call and
+    waits: an episode in flight stops at its next guess, so a test counts the episodes in flight from the files
+    and changes what it tests before it lets them go on (by removing ``hold``)."""
+
+    async def policy(observation: Any) -> dict[str, str]:
+        import os
+        import uuid
+
+        hold = os.path.join(folder, "hold")
+        if os.path.exists(hold):
+            open(os.path.join(folder, "calls", uuid.uuid4().hex), "w").close()
+            while os.path.exists(hold):
+                await asyncio.sleep(0.05)
+        return await slow_solver(observation)
+
+    return policy
+
+
 async def stuck(observation: Any) -> dict[str, str]:
     """A policy that never answers in time."""
     await asyncio.sleep(30)

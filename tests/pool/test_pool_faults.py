@@ -6,6 +6,7 @@ import collections
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -89,18 +90,28 @@ def test_policy_bugs_and_timeouts_become_failed_rows_without_hanging(ray_local: 
     assert all(not r.ok and r.error is not None and r.error.type == "EpisodeTimeout" for r in rows)
 
 
-def test_staleness_cap_reruns_episodes_of_old_weights(ray_local: Any) -> None:
+def test_staleness_cap_reruns_episodes_of_old_weights(ray_local: Any, tmp_path: Path) -> None:
+    """The weights move while the actor's four sessions are playing under version 0 (held at a guess until the
+    move: on a busy machine the whole batch could otherwise settle before it): those four are played again under
+    version 1; a row settled before the move keeps version 0."""
     specs = make_groups(range(8), num_generations=1)
-    with RolloutPool("wordle", _support.slow_solver, num_actors=1, sessions_per_actor=4, policy_version=0,
-                     max_staleness=0) as pool:
-        stream = pool.as_completed(specs)
-        first = next(stream)
-        settled_before = pool.metrics.episodes  # rows settled under version 0 before the weights moved
+    hold, calls = tmp_path / "hold", tmp_path / "calls"
+    calls.mkdir()
+    with RolloutPool("wordle", _support.held_while_marked(str(tmp_path)), num_actors=1, sessions_per_actor=4,
+                     policy_version=0, max_staleness=0) as pool, ThreadPoolExecutor(1) as driver:
+        settled = pool.run(specs[:1])  # under version 0, before the weights move
+        hold.touch()
+        later = driver.submit(lambda: list(pool.as_completed(specs[1:])))
+        deadline = time.monotonic() + 300
+        while len(list(calls.iterdir())) < 4:  # one file per session waiting at its guess, under version 0
+            assert time.monotonic() < deadline and not later.done(), "the four sessions never started"
+            time.sleep(0.05)
         pool.set_policy_version(1)
-        rows = [first, *stream]
-        assert pool.metrics.stale_reruns >= 1
+        hold.unlink()
+        rows = [*settled, *later.result(timeout=300)]
+        assert pool.metrics.stale_reruns >= 4
     versions = collections.Counter(r.policy.version for r in rows)
-    assert versions == {0: settled_before, 1: 8 - settled_before}
+    assert versions == {0: 1, 1: 7}
     assert len({r.episode_id for r in rows}) == 8
 
 
