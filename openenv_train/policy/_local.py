@@ -56,7 +56,7 @@ class LocalConfig:
     batch). None: 1 for a model on the CPU with fewer than 10M parameters, whose matmuls are too small to gain
     from threads, while threads waiting for a core that a rollout actor holds stall every step (measured: 3-4x
     slower decoding beside one busy process on 2 cores); torch's setting otherwise. 0: torch's setting."""
-    decode_switch_s: float | None = 0.0005
+    decode_switch_s: float | None = 0.0001
     """Python's thread switch interval while a batch decodes (``sys.setswitchinterval``; process-wide, restored
     after each batch). Each of a decode step's ~100 torch ops gives up the GIL and must take it back; beside a
     busy Python thread (the endpoint's event loop parsing requests, a trainer's loop) every take-back can wait a
