@@ -102,12 +102,14 @@ def test_staleness_cap_reruns_episodes_of_old_weights(ray_local: Any, tmp_path: 
         settled = pool.run(specs[:1])  # under version 0, before the weights move
         hold.touch()
         later = driver.submit(lambda: list(pool.as_completed(specs[1:])))
-        deadline = time.monotonic() + 300
-        while len(list(calls.iterdir())) < 4:  # one file per session waiting at its guess, under version 0
-            assert time.monotonic() < deadline and not later.done(), "the four sessions never started"
-            time.sleep(0.05)
-        pool.set_policy_version(1)
-        hold.unlink()
+        try:
+            deadline = time.monotonic() + 100
+            while len(list(calls.iterdir())) < 4:  # one file per session waiting at its guess, under version 0
+                assert time.monotonic() < deadline and not later.done(), "the four sessions never started"
+                time.sleep(0.05)
+            pool.set_policy_version(1)
+        finally:
+            hold.unlink()  # a failed wait must not leave the sessions held
         rows = [*settled, *later.result(timeout=300)]
         assert pool.metrics.stale_reruns >= 4
     versions = collections.Counter(r.policy.version for r in rows)
