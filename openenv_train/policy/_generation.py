@@ -205,10 +205,10 @@ class _Batch:
             ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
             # Rows with the same prompt (a GRPO group's first turn) are prefilled once; the static cache takes
             # each row's copy. transformers' own decode steps keep its cache, so they prefill every row.
-            spread = _same_prompts(rows) if fast and FastDecoder.supports(self.model) else None
+            shared = _same_prompts(rows) if fast and FastDecoder.supports(self.model) else None
             decoder = None
-            if spread is not None:
-                unique, spread = spread
+            if shared is not None:
+                unique, spread = shared
                 cache = {cache_name: DynamicCache(config=self.model.config)}
                 out = self.model(input_ids=ids[unique], attention_mask=mask[unique, :width],
                                  position_ids=positions[unique], use_cache=True, **cache, **first)

@@ -59,9 +59,8 @@ class _Draws:
         self.start = 0  # the step of buffer[:, 0]
         self.chunk = _FIRST_CHUNK
 
-    def at(self, step: int, lanes: list[int], index: torch.Tensor, size: int) -> torch.Tensor:
-        """The draws of ``step`` for the rows ``lanes`` (positions in ``seeds``; ``index`` the same as a
-        tensor), ``[len(lanes), size]``."""
+    def at(self, step: int, lanes: list[int], size: int) -> torch.Tensor:
+        """The draws of ``step`` for the rows ``lanes`` (positions in ``seeds``), ``[len(lanes), size]``."""
         import torch
 
         if self.device.type != "cpu":  # elsewhere one call of n draws need not equal n calls of one: keep those
@@ -75,7 +74,7 @@ class _Draws:
             for lane in lanes:  # a lane is contiguous: its values equal ``count`` calls of one step each
                 buffer[lane].exponential_(1, generator=self.generators[lane])
             self.start = step
-        return buffer[index, step - self.start]
+        return buffer[torch.tensor(lanes), step - self.start]
 
 
 class BatchSampler:
@@ -118,8 +117,7 @@ class BatchSampler:
             index = torch.tensor(rows, device=logits.device)
             probs = torch.softmax(self._filtered(logp[index], rows, index), dim=-1)
             size = probs.shape[-1]
-            lanes = [self._lane[i] for i in rows]
-            race = self.draws.at(step, lanes, torch.tensor(lanes, device=logits.device), size)
+            race = self.draws.at(step, [self._lane[i] for i in rows], size)
             tokens[index] = (probs / race).argmax(dim=-1)
         chosen = logp.gather(1, tokens[:, None])[:, 0]
         top = None
