@@ -257,7 +257,8 @@ class _DecodeSettings:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users = 0
-        self._saved = (0, 0.0)
+        self._threads: int | None = None  # the settings before the first user changed them (None: unchanged)
+        self._switch: float | None = None
 
     @contextmanager
     def using(self, threads: int, switch_s: float = 0.0) -> Iterator[None]:
@@ -268,12 +269,12 @@ class _DecodeSettings:
             yield
             return
         with self._lock:
-            if not self._users:
-                self._saved = (torch.get_num_threads(), sys.getswitchinterval())
             self._users += 1
             if threads:
+                self._threads = torch.get_num_threads() if self._threads is None else self._threads
                 torch.set_num_threads(threads)
             if switch_s:
+                self._switch = sys.getswitchinterval() if self._switch is None else self._switch
                 sys.setswitchinterval(switch_s)
         try:
             yield
@@ -281,8 +282,11 @@ class _DecodeSettings:
             with self._lock:
                 self._users -= 1
                 if not self._users:
-                    torch.set_num_threads(self._saved[0])
-                    sys.setswitchinterval(self._saved[1])
+                    if self._threads is not None:
+                        torch.set_num_threads(self._threads)
+                    if self._switch is not None:
+                        sys.setswitchinterval(self._switch)
+                    self._threads = self._switch = None
 
 
 _DECODING = _DecodeSettings()

@@ -175,3 +175,9 @@ def test_backends_decoding_at_once_restore_the_thread_and_switch_settings() -> N
     assert (torch.get_num_threads(), sys.getswitchinterval()) == (1, 0.0005)  # B still decodes
     b.__exit__(None, None, None)
     assert (torch.get_num_threads(), sys.getswitchinterval()) == before
+    with _DECODING.using(0, 0.0005):  # a backend that leaves torch's threads alone restores only the interval
+        torch.set_num_threads(before[0] + 1)  # the user's own change while it decodes
+    try:
+        assert (torch.get_num_threads(), sys.getswitchinterval()) == (before[0] + 1, before[1])
+    finally:
+        torch.set_num_threads(before[0])
