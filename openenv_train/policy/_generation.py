@@ -114,14 +114,16 @@ def _same_prompts(rows: list[Row]) -> tuple[torch.Tensor, torch.Tensor] | None:
     the position of its prompt among those; None when every prompt differs."""
     import torch
 
-    first: dict[tuple[int, ...], int] = {}
-    spread = [first.setdefault(tuple(r.prompt), len(first)) for r in rows]
-    if len(first) == len(rows):
-        return None
-    unique = [0] * len(first)
-    for i, position in reversed(list(enumerate(spread))):
-        unique[position] = i
-    return torch.tensor(unique), torch.tensor(spread)
+    position: dict[tuple[int, ...], int] = {}
+    unique: list[int] = []
+    spread: list[int] = []
+    for i, row in enumerate(rows):
+        key = tuple(row.prompt)
+        if key not in position:
+            position[key] = len(unique)
+            unique.append(i)
+        spread.append(position[key])
+    return None if len(unique) == len(rows) else (torch.tensor(unique), torch.tensor(spread))
 
 
 def _forward_names(model: Any) -> tuple[str, bool]:
@@ -203,23 +205,24 @@ class _Batch:
             cache_name, keeps = _forward_names(self.model)
             first = {"logits_to_keep": 1} if keeps else {}
             ids = torch.tensor([[self.pad_id] * (width - len(r.prompt)) + r.prompt for r in rows], device=self.device)
+
+            def prefill(pick: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+                cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
+                out = self.model(input_ids=ids[pick], attention_mask=mask[pick, :width], position_ids=positions[pick],
+                                 use_cache=True, **cache, **first)
+                return out.logits[:, -1, :], cache
+
             # Rows with the same prompt (a GRPO group's first turn) are prefilled once; the static cache takes
             # each row's copy. transformers' own decode steps keep its cache, so they prefill every row.
             shared = _same_prompts(rows) if fast and FastDecoder.supports(self.model) else None
             decoder = None
             if shared is not None:
-                unique, spread = shared
-                cache = {cache_name: DynamicCache(config=self.model.config)}
-                out = self.model(input_ids=ids[unique], attention_mask=mask[unique, :width],
-                                 position_ids=positions[unique], use_cache=True, **cache, **first)
-                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps, spread=spread)
-                logits_now = out.logits[:, -1, :][spread]
+                logits_now, cache = prefill(shared[0])
+                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps, spread=shared[1])
+                logits_now = logits_now[shared[1]]
             if decoder is None:
-                cache = {cache_name: DynamicCache(config=self.model.config)}  # filled in place by every forward
-                out = self.model(input_ids=ids, attention_mask=mask[:, :width], position_ids=positions, use_cache=True,
-                                 **cache, **first)
+                logits_now, cache = prefill(slice(None))
                 decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
-                logits_now = out.logits[:, -1, :]
         attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
         done = torch.zeros(count, dtype=torch.bool, device=self.device)
         by_token = torch.zeros_like(done)
