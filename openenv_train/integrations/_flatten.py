@@ -26,6 +26,8 @@ class FlatEpisode:
     env_mask: list[int] = field(default_factory=list)
     turns_used: int = 0
     """Turns flattened; fewer than captured when a later prompt does not extend the earlier ones."""
+    turn_starts: list[int] = field(default_factory=list)
+    """Where each flattened turn's completion tokens begin in ``completion_ids``."""
 
 
 def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
@@ -38,8 +40,8 @@ def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
     >>> t0 = TrainingTurn(node_id="a", prompt_token_ids=[1, 2], completion_token_ids=[3], per_token_logps=[-0.5])
     >>> t1 = TrainingTurn(node_id="b", prompt_token_ids=[1, 2, 3, 9], completion_token_ids=[4], per_token_logps=[-1.0])
     >>> flat = flatten_turns([t0, t1])
-    >>> flat.prompt_ids, flat.completion_ids, flat.env_mask, flat.logprobs
-    ([1, 2], [3, 9, 4], [1, 0, 1], [-0.5, 0.0, -1.0])
+    >>> flat.prompt_ids, flat.completion_ids, flat.env_mask, flat.logprobs, flat.turn_starts
+    ([1, 2], [3, 9, 4], [1, 0, 1], [-0.5, 0.0, -1.0], [0, 2])
     """
     flat = FlatEpisode()
     if not turns:
@@ -59,6 +61,7 @@ def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
         logps = [float(x) for x in turn.per_token_logps]
         if len(logps) != len(completion):
             logps = (logps + [0.0] * len(completion))[: len(completion)]
+        flat.turn_starts.append(len(flat.completion_ids))
         flat.completion_ids += completion
         flat.logprobs += logps
         flat.env_mask += [1] * len(completion)

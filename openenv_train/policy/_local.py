@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import OrderedDict
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._batcher import Batcher
 from ._constraints import unsupported_locally
@@ -25,7 +26,10 @@ from ._messages import reply_message
 from ._prefix_cache import PrefixCache
 from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason
 
-__all__ = ["LocalBackend", "LocalConfig"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["GUIDED_TURNS_KEPT", "LocalBackend", "LocalConfig"]
 
 #: Options a local model cannot honour, with their neutral values (anything else gets a 400).
 _NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "repetition_penalty": 1, "min_p": 0, "min_tokens": 0}
@@ -110,6 +114,8 @@ class LocalBackend:
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
         self._guides: Any = None  # GuideCache, built on the first constrained request
+        self._guided: OrderedDict[int, Any] = OrderedDict()  # key of (prompt, completion) -> its guide
+        self._guided_lock = threading.Lock()
         self.prefix_cache = PrefixCache(int(self.config.prefix_cache_mb * 2**20)) \
             if self.config.prefix_cache_mb else None
         """Keys and values of earlier turns (None when turned off); its ``hits`` and ``reused_tokens`` count reuse."""
@@ -168,6 +174,8 @@ class LocalBackend:
         outputs, batch = await self._batcher.submit(rows)
         parse_tools = bool(request.tools) and request.tool_choice != "none"
         choices = [self._choice(out, request, parse_tools) for out in outputs]
+        if guide is not None:
+            self._remember_guide(prompt, outputs, guide)
         used = {**params.to_json(), "max_tokens": max_new, "seed": seed, "stop_token_ids": sorted(stop_ids)}
         info: dict[str, Any] = {"backend": "local", "policy_version": self.version, "continued_from": continued,
                 "batch_rows": batch.batch_rows,
@@ -175,6 +183,37 @@ class LocalBackend:
         if request.constraint is not None:  # logprobs are of the masked distribution (see _generation)
             info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
         return ChatResult(self.model_id, choices, prompt, exact=True, sampling_used=used, info=info)
+
+    def _remember_guide(self, prompt: list[int], outputs: list[Any], guide: Any) -> None:
+        with self._guided_lock:  # read by a trainer's thread
+            for out in outputs:
+                key = _turn_key(prompt, out.token_ids)
+                self._guided[key] = guide
+                self._guided.move_to_end(key)
+            while len(self._guided) > GUIDED_TURNS_KEPT:
+                self._guided.popitem(last=False)
+
+    def allowed_tokens(self, prompt_ids: Sequence[int], completion_ids: Sequence[int]) -> list[torch.Tensor] | None:
+        """The token ids the decoding constraint allowed at each completion token of a turn this backend answered,
+        or None when the turn was unconstrained (or is older than the last :data:`GUIDED_TURNS_KEPT` constrained
+        turns).
+
+        A trainer uses them to compute the policy's logprobs under the same mask the turn was sampled from (the
+        captured logprobs are of that masked distribution, see :mod:`._generation`).
+        """
+        with self._guided_lock:
+            guide = self._guided.get(_turn_key(prompt_ids, completion_ids))
+        if guide is None:
+            return None
+        from ._guide import DONE
+
+        allowed, state = [], guide.start()
+        for token in completion_ids:
+            if state == DONE:
+                break
+            allowed.append(guide.allowed(state))
+            state = guide.advance(state, int(token))
+        return allowed
 
     def _render_locked(self, request: ChatRequest) -> tuple[list[int], str | None]:
         with self._render_lock:
@@ -290,6 +329,14 @@ class _DecodeSettings:
 
 
 _DECODING = _DecodeSettings()
+
+#: Constrained turns whose guides a :class:`LocalBackend` keeps for :meth:`LocalBackend.allowed_tokens` (a GRPO step
+#: of 64 ten-turn games holds 640).
+GUIDED_TURNS_KEPT = 16384
+
+
+def _turn_key(prompt: Sequence[int], completion: Sequence[int]) -> int:
+    return hash((tuple(prompt), tuple(completion)))
 
 
 def _check_supported(request: ChatRequest) -> None:

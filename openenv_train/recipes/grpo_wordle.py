@@ -145,9 +145,9 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
           state: RunState, metrics: MetricsLog) -> Any:
     import datasets
     import torch
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
-    from ..integrations.trl import field_reward, make_rollout_func
+    from ..integrations.trl import field_reward, grpo_trainer_class, make_rollout_func
     from ..policy import v1_url
     from ..rubrics import get_rubric
     from ._wordle import game_metrics
@@ -182,10 +182,11 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
                       seed=cfg.seed, disable_tqdm=not (cfg.show_progress and cfg.verbose), **cpu_settings(gpu),
                       **vllm)
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words]})
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
-                          reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
-                          callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer),
-                                     budget_callback(budget, line)])
+    trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
+                                   reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
+                                   allowed_from=rollout, callbacks=[log_callback(metrics, "grpo"),
+                                                                    _flush_on_save(games.writer),
+                                                                    budget_callback(budget, line)])
     quiet_trainer(trainer, cfg.verbose)
     # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
     checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),

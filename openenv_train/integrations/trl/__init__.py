@@ -3,12 +3,15 @@
 - :func:`make_rollout_func`: episodes played with the trainer's live model, every turn captured; returns
   ``prompt_ids``, ``completion_ids``, ``logprobs``, ``env_mask`` and ``reward_<name>``/``trace_row`` fields.
 - :func:`rubric_rewards`, :func:`field_reward`: reward functions (and weights) for ``GRPOTrainer``.
+- :func:`grpo_trainer_class`: ``GRPOTrainer`` whose loss uses the logprobs of the distribution the rollouts were
+  sampled from (the decoding constraint's mask; the captured logprobs as the importance ratio's old policy).
 - :func:`make_environment_factory`: a class for ``GRPOTrainer(environment_factory=...)`` with the env's tools.
 - :func:`traces_to_sft_dataset`: a ``messages`` dataset for ``SFTTrainer``.
 
 Importing this package does not import trl, torch or transformers.
 """
 
+from ._constrained import AllowedTokens, constrained_positions, grpo_trainer_class, masked_logprobs
 from ._env_factory import EnvTools, make_environment_factory
 from ._rewards import field_reward, rubric_rewards
 from ._rollout import PoolFactory, TrlRolloutFunc, default_task, make_rollout_func, rollout_fields
@@ -16,6 +19,7 @@ from ._sft import traces_to_sft_dataset
 from ._tools import ToolSchemaError, make_tool_method
 
 __all__ = [
+    "AllowedTokens",
     "EnvTools",
     "PoolFactory",
     "ToolSchemaError",
@@ -27,5 +31,8 @@ __all__ = [
     "make_tool_method",
     "rollout_fields",
     "rubric_rewards",
+    "constrained_positions",
+    "grpo_trainer_class",
+    "masked_logprobs",
     "traces_to_sft_dataset",
 ]

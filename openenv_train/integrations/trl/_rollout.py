@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
+from ._constrained import constrained_positions
 
 if TYPE_CHECKING:
     from ...policy import LocalConfig
@@ -148,6 +149,9 @@ class TrlRolloutFunc:
 
     Attributes:
         last_rows: the TraceRows of the latest call, in the trainer's batch order.
+        last_allowed: per row of the latest call, (completion position, allowed token ids) of every token sampled
+            under a decoding constraint, for :func:`~openenv_train.integrations.trl.grpo_trainer_class` (empty when
+            the backend cannot tell).
         runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
     """
 
@@ -162,6 +166,7 @@ class TrlRolloutFunc:
         self.task_fn, self.rubric, self.per_turn_tokens = task_fn, rubric, per_turn_tokens
         self.runner: Any = None
         self.last_rows: list[TraceRow] = []
+        self.last_allowed: list[list[tuple[int, Any]]] = []
         self.calls = 0
         self._last_step, self._step_calls = -1, 0
         self.__name__ = "openenv_rollout"
@@ -218,11 +223,14 @@ class TrlRolloutFunc:
         extra = None
         if self.rubric is not None:
             extra = [dict(self.rubric(r).components) for r in rows]
+        limit = int(trainer.args.max_completion_length)
+        allowed_tokens = getattr(self.runner.backend, "allowed_tokens", None)
+        self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if allowed_tokens else []
         tokenizer = self.tokenizer
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         return rollout_fields(rows, pad_id=int(pad_id or 0), extra_rewards=extra,
                               fallback_prompt_ids=[_render(tokenizer, p) for p in prompts],
-                              max_completion_length=int(trainer.args.max_completion_length))
+                              max_completion_length=limit)
 
     def close(self) -> None:
         """Stop the env server(s) and the policy endpoint."""

@@ -1,0 +1,155 @@
+"""GRPO that learns from the distribution its rollouts were sampled from: constrained decoding and captured logprobs.
+
+A rollout turn sampled under a decoding constraint (``guided_choice``, ``guided_regex``) comes from the *masked*
+distribution, softmax over the allowed tokens only; the captured logprobs are of that distribution. TRL recomputes
+a plain log-softmax over the whole vocabulary, so without the mask its policy gradient is not the gradient of the
+sampled policy: with a group baseline it keeps pushing probability onto tokens the constraint forbids, and tokens
+the constraint forced (one legal continuation) still get gradient. :func:`grpo_trainer_class` gives a
+``GRPOTrainer`` that
+
+- recomputes each completion token's logprob under the mask it was sampled with (the masked-vocabulary policy
+  gradient of constrained-decoding RL): a forced token has logprob 0 and no gradient, and at every other token
+  the logprobs match the captured sampling logprobs (to float rounding while the weights have not moved);
+- takes PPO's "old" logprobs from the captured sampling logprobs (as TRL's vLLM path and verl's rollout logprobs
+  do), so the clipped ratio corrects for weights that moved between sampling and training (a stale rollout),
+  instead of TRL's default of the current logprobs detached (a ratio of 1).
+
+The masks come from the policy backend that answered: :meth:`~openenv_train.policy.LocalBackend.allowed_tokens`
+replays each turn's constraint over its tokens. A backend that cannot tell (an upstream server) leaves the turn
+unmasked, as TRL would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...trace import TraceRow
+from .._flatten import flatten_turns
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["AllowedTokens", "constrained_positions", "grpo_trainer_class", "masked_logprobs"]
+
+#: ``allowed_tokens(prompt_ids, completion_ids)``: the allowed ids at each completion token of a turn, or None.
+AllowedTokens = Callable[[Sequence[int], Sequence[int]], "list[torch.Tensor] | None"]
+
+
+def constrained_positions(row: TraceRow, allowed_tokens: AllowedTokens,
+                          limit: int | None = None) -> list[tuple[int, torch.Tensor]]:
+    """(position in the flattened completion, allowed ids) for every constrained model token of ``row``'s turns,
+    as :func:`~openenv_train.integrations.trl.rollout_fields` lays the episode out; positions past ``limit`` are
+    left out (a completion cut to the trainer's length)."""
+    flat = flatten_turns(row.trace.turns)
+    found = []
+    for turn, start in zip(row.trace.turns[: flat.turns_used], flat.turn_starts, strict=True):
+        allowed = allowed_tokens(turn.prompt_token_ids, turn.completion_token_ids)
+        for k, ids in enumerate(allowed or ()):
+            if limit is None or start + k < limit:
+                found.append((start + k, ids))
+    return found
+
+
+def _dense(positions: Sequence[Sequence[tuple[int, torch.Tensor]]], length: int, vocab: int,
+           device: torch.device) -> torch.Tensor:
+    """A (rows, length, vocab) bool mask: True where a token is allowed (everywhere at unconstrained positions)."""
+    import torch
+
+    mask = torch.ones(len(positions), length, vocab, dtype=torch.bool)
+    for b, row in enumerate(positions):
+        for pos, ids in row:
+            if pos < length:
+                mask[b, pos] = False
+                mask[b, pos, ids] = True
+    return mask.to(device)
+
+
+def masked_logprobs(logits: torch.Tensor, tokens: torch.Tensor, allowed: torch.Tensor | None, *,
+                    entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probabilities of ``tokens`` under ``logits`` renormalised over the ``allowed`` tokens (all when None),
+    and optionally the entropy of that masked distribution.
+
+    >>> import torch
+    >>> logits = torch.tensor([[[0.0, 1.0, 2.0]]])
+    >>> masked_logprobs(logits, torch.tensor([[1]]), torch.tensor([[[False, True, False]]]))[0]
+    tensor([[0.]])
+    """
+    import torch
+
+    logits = logits.float()
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed, float("-inf"))
+    logp = torch.log_softmax(logits, dim=-1)
+    token_logp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    if not entropy:
+        return token_logp, None
+    p = logp.exp()
+    return token_logp, -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1)
+
+
+def grpo_trainer_class(base: type | None = None) -> type:
+    """A ``GRPOTrainer`` subclass (of ``base``, default TRL's) for :func:`~openenv_train.integrations.trl.
+    make_rollout_func`'s rollouts: the loss uses each token's logprob under the decoding constraint it was sampled
+    with, and the captured sampling logprobs as the importance ratio's old policy (see the module docstring).
+
+    The masks are read after each generation from ``allowed_from.last_allowed`` (a keyword argument of the
+    trainer; default its ``rollout_func``, so pass the :class:`~openenv_train.integrations.trl.TrlRolloutFunc`
+    when ``rollout_func`` wraps it). Its ``use_sampling_logprobs`` attribute (default True) turns the second part
+    off.
+    """
+    if base is None:
+        from trl import GRPOTrainer as base
+
+    class ConstrainedGRPOTrainer(base):  # type: ignore[misc, valid-type]
+        use_sampling_logprobs = True
+        _allowed: torch.Tensor | None = None
+
+        def __init__(self, *args: Any, allowed_from: Any = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.allowed_from = allowed_from if allowed_from is not None else self.rollout_func
+
+        def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+            out = super()._generate_and_score_completions(inputs)
+            positions = getattr(self.allowed_from, "last_allowed", None)
+            completion_ids = out["completion_ids"]
+            if positions and any(positions) and len(positions) == completion_ids.size(0):
+                vocab = self.model.get_output_embeddings().weight.size(0)
+                out["allowed_mask"] = _dense(positions, completion_ids.size(1), vocab, completion_ids.device)
+            if self.use_sampling_logprobs and out.get("sampling_per_token_logps") is not None:
+                out["old_per_token_logps"] = out["sampling_per_token_logps"]
+            return out
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            self._allowed = inputs.get("allowed_mask")
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self._allowed = None
+
+        def _get_per_token_logps_and_entropies(self, model: Any, input_ids: torch.Tensor,
+                                               attention_mask: torch.Tensor, logits_to_keep: int,
+                                               batch_size: int | None = None, compute_entropy: bool = False,
+                                               compute_aux_loss: bool = False, **kwargs: Any) -> Any:
+            allowed = self._allowed
+            if allowed is None or compute_aux_loss or any(v is not None for v in kwargs.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
+            import torch
+
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), batch_size):
+                ids, att = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
+                with self.accelerator.autocast():
+                    logits = model(input_ids=ids, attention_mask=att, use_cache=False).logits
+                logits = logits[:, -logits_to_keep - 1:-1] / self.temperature
+                lp, ent = masked_logprobs(logits, ids[:, -logits_to_keep:], allowed[start:start + batch_size],
+                                          entropy=compute_entropy)
+                logps.append(lp)
+                if ent is not None:
+                    entropies.append(ent)
+            return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
+
+    return ConstrainedGRPOTrainer
