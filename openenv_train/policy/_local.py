@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import OrderedDict
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass

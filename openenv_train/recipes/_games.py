@@ -1,25 +1,29 @@
-"""The recipe's game player: a Ray rollout pool, the capturing policy endpoint it calls, and the trace writer."""
+"""The recipes' episode player: a Ray rollout pool, the capturing policy endpoint it calls, and the trace writer."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from ._wordle_config import GrpoWordleConfig
+if TYPE_CHECKING:
+    from ._wordle_config import GrpoWordleConfig
 
-__all__ = ["GamesFailed", "WordleGames", "check_games"]
+
+__all__ = ["Games", "GamesFailed", "WordleGames", "check_games", "sandbox_setting"]
 
 console = Console()
 
 
-def _sandbox(cfg: GrpoWordleConfig) -> bool:
-    if cfg.env.url or cfg.env.sandbox == "off":
+def sandbox_setting(mode: str, url: str | None = None) -> bool:
+    """Whether env servers run in the OS sandbox: ``on``, ``off``, or ``auto`` (when it is available; never for a
+    server ``url`` the recipe does not start)."""
+    if url or mode == "off":
         return False
-    if cfg.env.sandbox == "on":
+    if mode == "on":
         return True
     from ..sandbox import sandbox_available
 
@@ -29,14 +33,14 @@ def _sandbox(cfg: GrpoWordleConfig) -> bool:
     return why is None
 
 
-class WordleGames:
-    """The pool, its policy endpoint and the trace writer: plays sets of games with the backend each phase sets."""
+class Games:
+    """A rollout pool on ``env``, its capturing policy endpoint and the trace writer of ``out``: plays sets of
+    episodes with the backend each phase sets."""
 
-    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
+    def __init__(self, env: str, agent: Any, pool_config: Any, out: Path) -> None:
         from ..policy import ScriptedBackend, captured_policy
         from ..pool import RolloutPool
         from ..trace import TraceWriter
-        from ._wordle import WordleAgent
 
         # closed in reverse: the pool (it flushes the writer), the policy endpoint, the writer
         self._stack = contextlib.ExitStack()
@@ -45,28 +49,46 @@ class WordleGames:
             # every phase sets its own backend (play); until then the endpoint has nothing to say
             served = self._stack.enter_context(captured_policy(ScriptedBackend(lambda _: "")))
             self.server, self.capture = served.server, served.capture
-            agent = WordleAgent(cfg.constrained, cfg.env.system_prompt)
-            self.pool = self._stack.enter_context(RolloutPool(
-                cfg.env.url or "wordle", served.base_url, agent=agent, config=cfg.pool_config(sandbox=_sandbox(cfg)),
-                writer=self.writer, capture=self.capture))
+            self.pool = self._stack.enter_context(RolloutPool(env, served.base_url, agent=agent, config=pool_config,
+                                                              writer=self.writer, capture=self.capture))
         except BaseException:
             self._stack.close()
             raise
+
+    def play_specs(self, backend: Any, specs: Sequence[Any]) -> list[Any]:
+        """The episodes of ``specs`` with ``backend`` answering; rows in their order."""
+        self.server.replace_backend(backend)
+        rows = self.pool.run(specs, include_written=True)  # a phase replayed after a stop reuses its rows
+        self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
+        return rows
+
+    def play_seeds(self, backend: Any, seeds: Sequence[int], prefix: str) -> list[Any]:
+        """One episode per reset seed; rows in the order of ``seeds``."""
+        from ..pool import EpisodeSpec
+
+        return self.play_specs(backend, [EpisodeSpec(f"{prefix}-{i:04d}", {}, seed, f"{prefix}-{i:04d}")
+                                         for i, seed in enumerate(seeds)])
+
+    def close(self) -> None:
+        """Stop the pool, the policy endpoint and the writer (each even when an earlier one fails)."""
+        self._stack.close()
+
+
+class WordleGames(Games):
+    """:class:`Games` of the Wordle recipe: its agent and pool settings; episodes named by secret word."""
+
+    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
+        from ._wordle import WordleAgent
+
+        super().__init__(cfg.env.url or "wordle", WordleAgent(cfg.constrained, cfg.env.system_prompt),
+                         cfg.pool_config(sandbox=sandbox_setting(cfg.env.sandbox, cfg.env.url)), out)
 
     def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
         """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
         from ..pool import EpisodeSpec
 
-        self.server.replace_backend(backend)
-        specs = [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}") for i, word in
-                 enumerate(words)]
-        rows = self.pool.run(specs, include_written=True)  # a phase replayed after a stop reuses its rows
-        self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
-        return rows
-
-    def close(self) -> None:
-        """Stop the pool, the policy endpoint and the writer (each even when an earlier one fails)."""
-        self._stack.close()
+        return self.play_specs(backend, [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}")
+                                         for i, word in enumerate(words)])
 
 
 class GamesFailed(RuntimeError):

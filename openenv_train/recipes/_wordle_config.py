@@ -10,6 +10,7 @@ from typing import Any
 
 from ..pool import PoolConfig
 from ._config import config_to_dict
+from ._grpo import GRPOSection as GRPOPhase
 from ._training import ModelSection, SFTSection
 
 __all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
@@ -75,52 +76,27 @@ class TeacherSection:
 
 
 @dataclass
-class GRPOSection:
-    """GRPO with TRL through the pool."""
+class GRPOSection(GRPOPhase):
+    """GRPO with TRL through the pool, on secrets the warm start did not train on."""
 
-    enabled: bool = True
-    """Run the phase at all."""
-    steps: int = 200
-    """Most optimiser steps; the budget usually ends the phase first."""
-    budget_s: float | None = 90.0
-    """Wall-time limit of the phase: training stops cleanly at it (checkpoint and rows written); null: none."""
-    prompts_per_step: int = 8
-    """Secrets per step; each is played ``num_generations`` times (one group)."""
-    num_generations: int = 8
-    """Games per secret; GRPO compares the games of a group."""
-    learning_rate: float = 5e-5
-    """Constant AdamW learning rate."""
-    beta: float = 0.0
-    """KL weight to the reference (SFT) model; 0 skips the reference model."""
-    temperature: float = 1.0
-    """Sampling temperature of the rollouts."""
-    top_p: float = 1.0
-    """Nucleus sampling of the rollouts."""
-    max_completion_length: int = 160
-    """Tokens of one game's joined completion (model and env tokens) that are trained on."""
-    per_turn_tokens: int = 8
-    """Tokens the model may write per guess."""
+    secrets: int = 300
+    """Answer words kept for GRPO's secrets: never a secret in SFT (they may be guessed there, as held-out words
+    may), so GRPO plays words the warm start did not memorise; 0: GRPO's secrets are drawn from SFT's."""
+    valid_share: float = 0.0
+    """Share of GRPO's secrets drawn from the valid guesses that are not answers (never SFT secrets or targets;
+    the rest from ``secrets``)."""
     reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "speed": 0.5, "consistent": 0.5,
                                                                        "invalid_guesses": -0.5})
     """Reward components and weights: ``env`` (the game's reward) or any score of the ``wordle`` rubric
     (:data:`REWARD_RUBRIC`; its ``component_names``, the total ``wordle`` included)."""
-    save_steps: int = 10
-    """Checkpoint every this many steps (and at the end)."""
-    use_vllm: bool = False
-    """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
-    vllm_url: str = "http://127.0.0.1:8000"
-    """The ``trl vllm-serve`` server of ``use_vllm``."""
 
     def __post_init__(self) -> None:
         from ..rubrics import get_rubric
 
-        if self.steps < 1 or self.prompts_per_step < 1:
-            raise ValueError("grpo.steps and grpo.prompts_per_step must be >= 1")
-        if self.num_generations < 2:
-            raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the games of a group), "
-                             f"got {self.num_generations}")
-        if self.budget_s is not None and self.budget_s <= 0:
-            raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
+        super().__post_init__()
+        if self.secrets < 0 or not 0.0 <= self.valid_share <= 1.0:
+            raise ValueError(f"grpo.secrets must be >= 0 and grpo.valid_share in [0, 1], got {self.secrets} and "
+                             f"{self.valid_share}")
         # the rollout returns the env's reward and every score the rubric reports (make_rollout_func's reward_<name>)
         names = {"env", *get_rubric(REWARD_RUBRIC).component_names}
         unknown = sorted(set(self.reward_weights) - names)
@@ -174,16 +150,20 @@ class GrpoWordleConfig:
     output: OutputSection = field(default_factory=OutputSection)
 
     def secret_splits(self) -> tuple[list[str], list[str], list[str]]:
-        """Held-out, SFT and GRPO secrets: the first two disjoint from each other and the third from the first,
-        fixed by ``seed``."""
-        from ..envs.wordle import answers
+        """Held-out, SFT and GRPO secrets, fixed by ``seed``: held-out words are never secrets of either training
+        phase, and GRPO's come from ``grpo.secrets`` answers that are not SFT's (all three disjoint)."""
+        from ..envs.wordle import answers, valid_guesses
 
         words = sorted(answers())
         random.Random(self.seed).shuffle(words)
         held, rest = words[:self.eval.words], words[self.eval.words:]
+        reserved, rest = (rest[:self.grpo.secrets], rest[self.grpo.secrets:]) if self.grpo.secrets else (rest, rest)
         sft = [rest[i % len(rest)] for i in range(self.sft.episodes)]
         rng = random.Random(self.seed + 1)
-        return held, sft, [rng.choice(rest) for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
+        others = sorted(set(valid_guesses()) - set(words))
+        grpo = [rng.choice(others if rng.random() < self.grpo.valid_share else reserved)
+                for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
+        return held, sft, grpo
 
     def pool_config(self, *, sandbox: bool) -> PoolConfig:
         """The pool's config: the ``pool`` section plus the fields the other sections set (:data:`SET_ELSEWHERE`).

@@ -32,9 +32,10 @@ from rich.console import Console
 from ._budget import Budget, PhaseLine, budget_callback
 from ._config import load_config
 from ._games import GamesFailed, WordleGames, check_games
+from ._grpo import train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
-from ._training import cpu_settings, load_model, log_callback, quiet_trainer, train_sft
+from ._training import load_model, train_sft
 from ._wordle import WordleAgent
 from ._wordle_config import (
     REWARD_RUBRIC,
@@ -143,86 +144,15 @@ def _nothing() -> Iterator[None]:
 
 def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], cfg: GrpoWordleConfig, out: Path,
           state: RunState, metrics: MetricsLog) -> Any:
-    import datasets
-    import torch
-    from trl import GRPOConfig
-
-    from ..integrations.trl import field_reward, grpo_trainer_class, make_rollout_func
-    from ..policy import v1_url
     from ..rubrics import get_rubric
     from ._wordle import game_metrics
 
-    g = cfg.grpo
-    budget = Budget(g.budget_s or 1e9)
-    line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
-                                                "frac_reward_zero_std": "flat groups"})
-    rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=get_rubric(REWARD_RUBRIC),
-                                per_turn_tokens=g.per_turn_tokens, episode_prefix="grpo-",
-                                policy_url=v1_url(g.vllm_url) if g.use_vllm else None)
-
-    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        fields = rollout(prompts, trainer)
-        check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
-        games_ = [game_metrics(row) for row in rollout.last_rows]
-        means = {k: sum(m[k] for m in games_) / len(games_) for k in games_[0]}
-        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means,
-                       "failed": sum(not r.ok for r in rollout.last_rows)})
-        line.update(values=means)
-        return fields
-
-    names = list(g.reward_weights)
-    vllm: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": g.vllm_url} if g.use_vllm else {}
-    gpu = torch.cuda.is_available()
-    args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
-                      per_device_train_batch_size=g.prompts_per_step * g.num_generations,
-                      num_generations=g.num_generations, max_completion_length=g.max_completion_length,
-                      learning_rate=g.learning_rate, lr_scheduler_type="constant", beta=g.beta,
-                      temperature=g.temperature, top_p=g.top_p, reward_weights=[g.reward_weights[n] for n in names],
-                      logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
-                      seed=cfg.seed, disable_tqdm=not (cfg.show_progress and cfg.verbose), **cpu_settings(gpu),
-                      **vllm)
-    dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words]})
-    trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
-                                   reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
-                                   allowed_from=rollout, callbacks=[log_callback(metrics, "grpo"),
-                                                                    _flush_on_save(games.writer),
-                                                                    budget_callback(budget, line)])
-    quiet_trainer(trainer, cfg.verbose)
-    # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
-    checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),
-                         key=lambda p: int(p.name.split("-")[1]))
-    if checkpoints:
-        console.print(f"resuming GRPO from {checkpoints[-1]}")
-    with line if cfg.show_progress else _nothing():
-        trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
-    rollout.close()
-    final = out / "checkpoints" / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
-    steps = trainer.state.global_step
-    console.print(f"GRPO: {steps} steps in {budget.elapsed:.0f}s this session"
-                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}[/]" if budget.cut_short else ""))
-    state.finish("grpo", budgets={**state.data.get("budgets", {}),
-                                  "grpo": {"steps": steps, "seconds": round(budget.elapsed, 1),
-                                           "budget_s": g.budget_s, "cut_short": budget.cut_short}})
-    return trainer.model
-
-
-def _flush_on_save(writer: Any) -> Any:
-    """Write buffered rows before the trainer checkpoints, so a resume from it has every earlier game."""
-    from transformers import TrainerCallback
-
-    class _Flush(TrainerCallback):  # type: ignore[misc]
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if control.should_save:  # set by the default flow callback, which runs first; the save comes after
-                writer.flush()
-
-    return _Flush()
-
-
-def _named(fn: Any, name: str) -> Any:
-    fn.__name__ = name  # TRL logs each reward function under its __name__
-    return fn
+    model, record = train_grpo(model, tokenizer, games, [{"task": w} for w in words], cfg.grpo, out, metrics=metrics,
+                               reward_weights=cfg.grpo.reward_weights, rubric=get_rubric(REWARD_RUBRIC),
+                               row_metrics=game_metrics, seed=cfg.seed, show_progress=cfg.show_progress,
+                               verbose=cfg.verbose)
+    state.finish("grpo", budgets={**state.data.get("budgets", {}), "grpo": record})
+    return model
 
 
 def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
@@ -289,6 +219,7 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                  "guesses_when_won": {p: r.get("guesses_when_won") for p, r in evals.items()},
                  "budgets": state.data.get("budgets", {}),
                  "seconds_this_session": round(time.perf_counter() - started, 1), "config": cfg.as_dict()}
+        extra["unseen_held_out"] = _unseen(out, held, sft_words, cfg, evals)
         summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="win", labels=LABELS,
                                 extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
                                 also=["grpo_unconstrained"])
@@ -296,6 +227,24 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
         console.print((out / "summary.md").read_text())
         console.print(f"wrote {out}: traces/, checkpoints/, metrics.jsonl, training.png, summary.md, summary.json")
     return summary
+
+
+def _unseen(out: Path, held: Sequence[str], sft_words: Sequence[str], cfg: GrpoWordleConfig,
+            evals: dict[str, Any]) -> dict[str, Any]:
+    """Win rates on the held-out words that no training game showed at all (no secret, guess or target)."""
+    from ..trace import iter_traces
+    from ._coverage import guessed_words, unseen_words
+    from ._stats import bootstrap_ci, paired_difference
+
+    grpo_rows = (r for r in iter_traces(out) if r.episode_id.startswith("grpo-"))
+    words = unseen_words(held, sft_words if cfg.sft.enabled else (), cfg.teacher.opening, guessed_words(grpo_rows))
+    at = [held.index(w) for w in words]
+    kw = {"resamples": cfg.eval.bootstrap_resamples, "seed": cfg.seed}
+    wins = {p: [r["per_task"]["win"][i] for i in at] for p, r in evals.items()}
+    result: dict[str, Any] = {"words": len(words), "win": {p: bootstrap_ci(w, **kw) for p, w in wins.items() if w}}
+    if words and "sft" in wins and "grpo" in wins:
+        result["sft->grpo"] = paired_difference(wins["grpo"], wins["sft"], **kw)
+    return result
 
 
 def _check_writable(out: Path) -> None:

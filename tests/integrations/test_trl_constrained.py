@@ -10,6 +10,7 @@ import pytest
 
 from openenv_train.integrations.trl import field_reward, grpo_trainer_class, make_rollout_func, masked_logprobs
 from openenv_train.pool import PoolConfig
+from openenv_train.recipes._wordle import game_metrics, render_turn
 from openenv_train.recipes.grpo_wordle import WordleAgent
 
 pytest.importorskip("trl", reason="trl is not installed")
@@ -86,3 +87,57 @@ def test_the_trainer_scores_tokens_under_the_mask_they_were_sampled_with(tmp_pat
     plain = _step(tmp_path, GRPOTrainer, "plain")
     gaps = [(logps - sampled)[mask.bool()].abs().max() for logps, sampled, mask, _ in plain]
     assert max(gaps) > 0.1
+
+
+class _OneOpening:
+    """Two turns: the forced opening ``pious``, then one of three words; only the secret wins."""
+
+    async def __call__(self, ctx: Any) -> None:
+        result = await ctx.reset()
+        messages: list[dict[str, Any]] = []
+        for choices in (["pious"], ["crane", "moist", "lemon"]):
+            if result.done:
+                return
+            messages.append({"role": "user", "content": render_turn(result.observation)})
+            reply = await ctx.chat(messages, extra={"guided_choice": choices})
+            text = str(reply.message.get("content") or "")
+            messages.append({"role": "assistant", "content": text})
+            result = await ctx.step({"message": text})
+
+
+@pytest.mark.timeout(600)
+def test_grpo_learns_a_tiny_task_it_must_learn(tmp_path: Path) -> None:
+    """Two secrets and one opening: after the opening's marks the right word is known, and an untrained model picks
+    it a third of the time. A fixed number of GRPO steps must take the rollouts' win rate well above that."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from openenv_train.policy import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny", tokenizer="char", init_range=0.02)
+    rollout = make_rollout_func("wordle", agent=_OneOpening(), per_turn_tokens=8,
+                                config=PoolConfig(num_actors=1, max_turns=2, run_id="tiny-task"))
+    config = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=16, num_generations=8,
+                        max_completion_length=64, max_steps=24, bf16=False, report_to=[], logging_steps=1,
+                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=0.0, learning_rate=3e-3,
+                        lr_scheduler_type="constant", seed=0)
+    dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}] * 24)
+    wins: list[float] = []
+
+    def played(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        fields = rollout(prompts, trainer)
+        wins.append(sum(game_metrics(row)["win"] for row in rollout.last_rows) / len(rollout.last_rows))
+        return fields
+
+    trainer = grpo_trainer_class()(model=AutoModelForCausalLM.from_pretrained(path),
+                                   processing_class=AutoTokenizer.from_pretrained(path), args=config,
+                                   reward_funcs=[field_reward("env")], train_dataset=dataset, rollout_func=played,
+                                   allowed_from=rollout)
+    try:
+        trainer.train()
+    finally:
+        rollout.close()
+    assert len(wins) == 24
+    first, last = sum(wins[:4]) / 4, sum(wins[-4:]) / 4
+    assert first < 0.6 and last > 0.85, wins

@@ -1,0 +1,48 @@
+"""Which held-out Wordle words training never showed the model at all: neither as a secret, a guess nor a target.
+
+A held-out word is never a secret in training, but it can still be trained on: as a target of the teacher's
+distribution (SFT's targets after the fixed opening are every answer that fits the marks so far, so a held-out word
+is one whenever an SFT secret gives the same marks to the opening), or as a guess the model made in a GRPO game.
+The win rate on the words that were none of these is the honest figure for generalisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..envs.wordle import feedback
+from ._wordle import wordle_history
+
+__all__ = ["guessed_words", "unseen_words"]
+
+
+def unseen_words(held: Sequence[str], sft_secrets: Iterable[str], opening: Sequence[str],
+                 guessed: Iterable[str] = ()) -> list[str]:
+    """The words of ``held`` that were no SFT secret's opening-pattern mate (never a teacher target), no opening
+    word and not in ``guessed``; in ``held``'s order. Without an opening every answer can be a target: none.
+
+    >>> unseen_words(["crane", "pious"], ["brine"], ["stale"])
+    ['pious']
+    """
+    if not opening:
+        return []
+
+    def pattern(word: str) -> tuple[str, ...]:
+        return tuple(feedback(o, word) for o in opening)
+
+    taught = {pattern(s) for s in set(sft_secrets)}
+    skip = set(opening) | set(guessed)
+    return [w for w in held if w not in skip and pattern(w) not in taught]
+
+
+def guessed_words(rows: Iterable[Any]) -> set[str]:
+    """Every valid guess made in the games of ``rows`` (TraceRows)."""
+    words: set[str] = set()
+    for row in rows:
+        for step in reversed(row.steps):
+            history = wordle_history(step.observation)
+            if history:
+                words.update(guess for guess, _ in history)
+                break
+    return words

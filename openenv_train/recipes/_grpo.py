@@ -1,0 +1,168 @@
+"""The GRPO phase the recipes share: TRL's ``GRPOTrainer`` over the rollout pool, with a wall-time budget.
+
+Rollouts are played by the pool with the trainer's live model behind the capturing policy endpoint; the trainer
+scores every token under the decoding constraint it was sampled with (:func:`~openenv_train.integrations.trl.
+grpo_trainer_class`); checkpoints every ``save_steps`` steps, resumable after a stop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ._budget import Budget, PhaseLine, budget_callback
+from ._games import Games, check_games
+from ._report import MetricsLog
+from ._training import cpu_settings, log_callback, quiet_trainer
+
+__all__ = ["GRPOSection", "train_grpo"]
+
+console = Console()
+
+
+@dataclass
+class GRPOSection:
+    """GRPO with TRL through the pool."""
+
+    enabled: bool = True
+    """Run the phase at all."""
+    steps: int = 200
+    """Most optimiser steps; the budget usually ends the phase first."""
+    budget_s: float | None = 90.0
+    """Wall-time limit of the phase: training stops cleanly at it (checkpoint and rows written); null: none."""
+    prompts_per_step: int = 8
+    """Tasks per step; each is played ``num_generations`` times (one group)."""
+    num_generations: int = 8
+    """Episodes per task; GRPO compares the episodes of a group."""
+    learning_rate: float = 5e-5
+    """Constant AdamW learning rate."""
+    beta: float = 0.0
+    """KL weight to the reference (starting) model; 0 skips the reference model."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts (the loss scores tokens at the same temperature)."""
+    top_p: float = 1.0
+    """Nucleus sampling of the rollouts."""
+    max_completion_length: int = 160
+    """Tokens of one episode's joined completion (model and env tokens) that are trained on."""
+    per_turn_tokens: int = 8
+    """Tokens the model may write per turn."""
+    save_steps: int = 10
+    """Checkpoint every this many steps (and at the end)."""
+    use_vllm: bool = False
+    """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
+    vllm_url: str = "http://127.0.0.1:8000"
+    """The ``trl vllm-serve`` server of ``use_vllm``."""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.prompts_per_step < 1:
+            raise ValueError("grpo.steps and grpo.prompts_per_step must be >= 1")
+        if self.num_generations < 2:
+            raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the episodes of a group), "
+                             f"got {self.num_generations}")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
+
+
+@contextmanager
+def _shown(line: PhaseLine, show: bool) -> Iterator[None]:
+    if show:
+        with line:
+            yield
+    else:
+        yield
+
+
+def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
+               out: Path, *, metrics: MetricsLog, reward_weights: Mapping[str, float], rubric: Any = None,
+               row_metrics: Callable[[Any], Mapping[str, float]] | None = None, seed: int = 0,
+               show_progress: bool = True, verbose: bool = False) -> tuple[Any, dict[str, Any]]:
+    """Train ``model`` by GRPO on ``prompts`` (each a task's reset options; one per group, in order); returns the
+    trained model (saved to ``out/checkpoints/final``) and the phase's budget record.
+
+    Args:
+        games: the pool, endpoint and writer that play the episodes (their rows are written as they come).
+        reward_weights: reward components (``env``, or a score of ``rubric``) and their weights.
+        row_metrics: per-episode numbers whose means go to ``metrics.jsonl`` (phase ``grpo_rollout``) each step;
+            default the env's reward.
+    """
+    import datasets
+    import torch
+    from trl import GRPOConfig
+
+    from ..integrations.trl import field_reward, grpo_trainer_class, make_rollout_func
+    from ..policy import v1_url
+
+    budget = Budget(g.budget_s or 1e9)
+    line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
+                                                "frac_reward_zero_std": "flat groups"})
+    rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
+                                episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None)
+    per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
+
+    def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        fields = rollout(batch, trainer)
+        check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
+        each = [per_row(row) for row in rollout.last_rows]
+        means = {k: sum(m[k] for m in each) / len(each) for k in each[0]}
+        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means,
+                       "failed": sum(not r.ok for r in rollout.last_rows)})
+        line.update(values=means)
+        return fields
+
+    names = list(reward_weights)
+    vllm: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": g.vllm_url} \
+        if g.use_vllm else {}
+    gpu = torch.cuda.is_available()
+    args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
+                      per_device_train_batch_size=g.prompts_per_step * g.num_generations,
+                      num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+                      learning_rate=g.learning_rate, lr_scheduler_type="constant", beta=g.beta,
+                      temperature=g.temperature, top_p=g.top_p, reward_weights=[reward_weights[n] for n in names],
+                      logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
+                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm)
+    dataset = datasets.Dataset.from_dict({"prompt": [json.dumps(dict(p)) for p in prompts]})
+    trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
+                                   reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
+                                   allowed_from=rollout, callbacks=[log_callback(metrics, "grpo"),
+                                                                    _flush_on_save(games.writer),
+                                                                    budget_callback(budget, line)])
+    quiet_trainer(trainer, verbose)
+    # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
+    checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),
+                         key=lambda p: int(p.name.split("-")[1]))
+    if checkpoints:
+        console.print(f"resuming GRPO from {checkpoints[-1]}")
+    with _shown(line, show_progress):
+        trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
+    rollout.close()
+    final = out / "checkpoints" / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    steps = trainer.state.global_step
+    console.print(f"GRPO: {steps} steps in {budget.elapsed:.0f}s this session"
+                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}[/]" if budget.cut_short else ""))
+    return trainer.model, {"steps": steps, "seconds": round(budget.elapsed, 1), "budget_s": g.budget_s,
+                           "cut_short": budget.cut_short}
+
+
+def _flush_on_save(writer: Any) -> Any:
+    """Write buffered rows before the trainer checkpoints, so a resume from it has every earlier episode."""
+    from transformers import TrainerCallback
+
+    class _Flush(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if control.should_save:  # set by the default flow callback, which runs first; the save comes after
+                writer.flush()
+
+    return _Flush()
+
+
+def _named(fn: Any, name: str) -> Any:
+    fn.__name__ = name  # TRL logs each reward function under its __name__
+    return fn

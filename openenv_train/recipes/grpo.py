@@ -1,0 +1,233 @@
+"""RL alone on any env: GRPO through the Ray rollout pool, no teacher and no SFT.
+
+    python -m openenv_train.recipes.grpo env.name=catch [--config FILE] [section.key=value ...]
+    openenv-train train grpo --set env.name=tic_tac_toe
+
+1. Env servers (catalog name, ``module:Class``, or ``env.name=http://...`` for a running server) and a Ray pool.
+2. The tiny offline model (character tokens; or ``model.path=...``).
+3. The untrained policy, greedy, on held-out reset seeds (``eval.seed`` and up; training seeds are below it).
+4. GRPO: each step plays ``grpo.prompts_per_step`` training seeds ``grpo.num_generations`` times; the reward is
+   the env's. Replies are restricted to the env's legal actions where it publishes them (``guided_choice``).
+5. The trained policy on the same held-out seeds.
+6. ``runs/grpo-<env>/``: traces, checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``
+   (per phase the mean reward with its 95% CI under ``phases.<phase>.reward``; the paired difference under
+   ``steps["untrained->grpo"]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from ..pool import PoolConfig
+from ._config import config_to_dict, load_config
+from ._env_agent import ActionAgent
+from ._games import Games, GamesFailed, check_games, sandbox_setting
+from ._grpo import GRPOSection, train_grpo
+from ._report import MetricsLog, phase_summary, plot_training, write_summary
+from ._run_state import RunState
+from ._training import ModelSection, load_model
+from ._wordle_config import recipe_pool
+
+__all__ = ["EnvSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
+
+console = Console()
+LABELS = {"untrained": "untrained", "grpo": "after GRPO"}
+
+
+@dataclass
+class EnvSection:
+    """The env the policy plays."""
+
+    name: str = "catch"
+    """Catalog name (``openenv-train catalog``), ``package.module:Class``, or the URL of a running server."""
+    sandbox: str = "auto"
+    """``on``: env servers in the OS sandbox (fail if it is missing); ``auto``: when available; ``off``."""
+    max_turns: int = 30
+    """Model turns per episode."""
+    constrained: bool = True
+    """Restrict every reply to the env's published legal actions (``guided_choice``), in every phase."""
+    system_prompt: str | None = None
+    """A first system message for every episode (e.g. the rules, for a pretrained ``model.path``)."""
+
+    def __post_init__(self) -> None:
+        if self.sandbox not in ("on", "auto", "off"):
+            raise ValueError(f"env.sandbox must be on, auto or off, got {self.sandbox!r}")
+
+
+@dataclass
+class EvalSection:
+    """Greedy evaluation on held-out reset seeds, before and after GRPO."""
+
+    episodes: int = 100
+    """Held-out episodes: reset seeds ``seed`` .. ``seed + episodes - 1``."""
+    seed: int = 1_000_000
+    """First held-out reset seed; GRPO trains on seeds below it."""
+    bootstrap_resamples: int = 2000
+    """Resamples of the bootstrap intervals."""
+
+
+@dataclass
+class OutputSection:
+    """Where the run is written."""
+
+    dir: str = "runs"
+    name: str | None = None
+    """Run folder name; null: ``grpo-<env>``."""
+
+
+def _default_grpo() -> GRPOSection:
+    return GRPOSection(budget_s=420.0, steps=400, prompts_per_step=8, num_generations=8, learning_rate=1e-3,
+                       max_completion_length=96, per_turn_tokens=4, save_steps=20)
+
+
+@dataclass
+class GrpoConfig:
+    """Every setting of the recipe; ``section.key=value`` overrides any of them."""
+
+    seed: int = 0
+    """Seed of the trainer (and of the tiny model's initial weights through ``model.init_seed``)."""
+    show_progress: bool = True
+    """Live progress lines on the console."""
+    verbose: bool = False
+    """Also print the trainers' per-step dictionaries (they always go to ``metrics.jsonl``)."""
+    env: EnvSection = field(default_factory=EnvSection)
+    model: ModelSection = field(default_factory=lambda: ModelSection(max_context=1024))
+    pool: PoolConfig = field(default_factory=lambda: recipe_pool(sessions_per_actor=32))
+    """The Ray rollout pool: any :class:`~openenv_train.pool.PoolConfig` field; ``max_turns``, ``sandbox``,
+    ``show_progress`` and ``run_id`` come from ``env.max_turns``, ``env.sandbox``, ``show_progress`` and the run
+    name."""
+    grpo: GRPOSection = field(default_factory=_default_grpo)
+    eval: EvalSection = field(default_factory=EvalSection)
+    output: OutputSection = field(default_factory=OutputSection)
+
+    @property
+    def run_name(self) -> str:
+        """The run folder's name."""
+        return self.output.name or f"grpo-{self.env.name.rsplit('/', 1)[-1].replace(':', '-')}"
+
+    def train_seeds(self) -> list[int]:
+        """One reset seed per GRPO group, all below the held-out ones."""
+        return list(range(self.grpo.steps * self.grpo.prompts_per_step))
+
+    def held_out_seeds(self) -> list[int]:
+        """The evaluation's reset seeds."""
+        return list(range(self.eval.seed, self.eval.seed + self.eval.episodes))
+
+    def __post_init__(self) -> None:
+        if self.grpo.steps * self.grpo.prompts_per_step > self.eval.seed:
+            raise ValueError(f"grpo.steps x grpo.prompts_per_step ({self.grpo.steps * self.grpo.prompts_per_step}) "
+                             f"training seeds would reach the held-out ones from eval.seed={self.eval.seed}: raise "
+                             "eval.seed")
+        if self.eval.episodes < 1:
+            raise ValueError(f"eval.episodes must be >= 1, got {self.eval.episodes}")
+
+
+def _episode_metrics(row: Any) -> dict[str, float]:
+    reward = float(row.reward or 0.0)
+    return {"reward": reward, "win": float(reward > 0), "turns": float(len(row.trace.turns))}
+
+
+def _evaluate(games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str, out: Path, state: RunState,
+              metrics: MetricsLog) -> dict[str, Any]:
+    from ..policy import FixedSampling, LocalBackend
+
+    if phase in state.data["evals"]:
+        return state.data["evals"][phase]  # type: ignore[no-any-return]
+    model.eval()
+    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens,
+                            constrained=cfg.env.constrained)
+    rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}")
+    check_games(rows, f"the {LABELS[phase]} evaluation", out)
+    result = phase_summary([_episode_metrics(r) for r in rows], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    result["failed_episodes"] = sum(not row.ok for row in rows)
+    metrics.write({"phase": f"eval_{phase}", **{k: v["mean"] for k, v in result["metrics"].items()}})
+    m = result["metrics"]["reward"]
+    console.print(f"[bold]{LABELS[phase]}[/] ({len(rows)} held-out episodes): mean reward {m['mean']:.3f} "
+                  f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+    state.finish(f"eval_{phase}", evals={**state.data["evals"], phase: result})
+    return result
+
+
+def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
+    """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
+    from transformers import AutoModelForCausalLM
+
+    out = Path(cfg.output.dir) / cfg.run_name
+    if not resume and (out / "state.json").exists():
+        raise ValueError(f"{out} holds a run already: resume it with --resume {out}, or choose another output.name")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
+    state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
+    started = time.perf_counter()
+    url = cfg.env.name if "://" in cfg.env.name else None
+    pool = dataclasses.replace(cfg.pool, max_turns=cfg.env.max_turns, show_progress=cfg.show_progress,
+                               run_id=cfg.run_name, sandbox=sandbox_setting(cfg.env.sandbox, url))
+    agent = ActionAgent(constrained=cfg.env.constrained, system_prompt=cfg.env.system_prompt)
+    games = Games(cfg.env.name, agent, pool, out)
+    try:
+        model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
+        console.print(f"{cfg.env.name}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
+                      f"{pool.num_actors} actors x {pool.sessions_per_actor} sessions")
+        _evaluate(games, model, tokenizer, cfg, "untrained", out, state, metrics)
+        final = out / "checkpoints" / "final"
+        if state.done("grpo"):
+            model = AutoModelForCausalLM.from_pretrained(final)
+        else:
+            prompts = [{"seed": s} for s in cfg.train_seeds()]
+            model, record = train_grpo(model, tokenizer, games, prompts, cfg.grpo, out, metrics=metrics,
+                                       reward_weights={"env": 1.0}, row_metrics=_episode_metrics, seed=cfg.seed,
+                                       show_progress=cfg.show_progress, verbose=cfg.verbose)
+            state.finish("grpo", budgets={"grpo": record})
+        _evaluate(games, model, tokenizer, cfg, "grpo", out, state, metrics)
+    finally:
+        games.close()
+    evals = state.data["evals"]
+    extra = {"title": f"GRPO on {cfg.env.name}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
+             "budgets": state.data.get("budgets", {}), "seconds_this_session": round(time.perf_counter() - started, 1),
+             "config": config_to_dict(cfg)}
+    summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
+                            resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    plot_training(metrics.read(), out / "training.png", evals=evals, labels=LABELS)
+    console.print((out / "summary.md").read_text())
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.grpo",
+                                     description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--config", help="YAML file of settings (default: the embedded defaults)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
+    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env.name=tic_tac_toe")
+    args = parser.parse_args(argv)
+    overrides, config_path = list(args.overrides), args.config
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "config.yaml").exists():
+            parser.error(f"--resume {run_dir}: no config.yaml there (not a run directory of this recipe)")
+        config_path = config_path or str(run_dir / "config.yaml")
+        overrides += [f"output.dir={run_dir.parent}", f"output.name={run_dir.name}"]
+    try:
+        cfg = load_config(GrpoConfig, config_path, overrides)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        run(cfg, resume=bool(args.resume))
+    except (ValueError, GamesFailed) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
