@@ -11,7 +11,8 @@ from typing import Any
 from ._budget import Budget, cosine_over_budget
 from ._report import MetricsLog
 
-__all__ = ["ModelSection", "SFTSection", "load_model", "log_callback", "cpu_settings", "quiet_trainer", "train_sft"]
+__all__ = ["ModelSection", "SFTSection", "cpu_settings", "load_model", "log_callback", "quiet_libraries", "quiet_trainer",
+           "train_sft"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +124,22 @@ def cpu_settings(gpu: bool) -> dict[str, Any]:
     """TRL's defaults that slow a CPU run down: bf16 autocast (emulated there) and gradient checkpointing (a
     second forward pass to save memory a small model does not need); kept on a GPU."""
     return {} if gpu else {"bf16": False, "gradient_checkpointing": False}
+
+
+def quiet_libraries(verbose: bool) -> None:
+    """One line per phase on the console: no per-save progress bars, no notices about TRL's experimental API or
+    renamed arguments (``--verbose`` keeps them)."""
+    import os
+    import warnings
+
+    if verbose:
+        return
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def quiet_trainer(trainer: Any, verbose: bool) -> Any:

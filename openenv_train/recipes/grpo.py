@@ -1,9 +1,9 @@
 """RL alone on any env: GRPO through the Ray rollout pool, no teacher and no SFT.
 
-    python -m openenv_train.recipes.grpo env.name=catch [--config FILE] [section.key=value ...]
-    openenv-train train grpo --set env.name=tic_tac_toe
+    python -m openenv_train.recipes.grpo env=catch [--config FILE] [section.key=value ...]
+    openenv-train train grpo -s env=tic_tac_toe
 
-1. Env servers (catalog name, ``module:Class``, or ``env.name=http://...`` for a running server) and a Ray pool.
+1. Env servers (catalog name, ``module:Class``, or ``env=http://...`` for a running server) and a Ray pool.
 2. The tiny offline model (character tokens; or ``model.path=...``).
 3. The untrained policy, greedy, on held-out reset seeds (``eval.seed`` and up; training seeds are below it).
 4. GRPO: each step plays ``grpo.prompts_per_step`` training seeds ``grpo.num_generations`` times; the reward is
@@ -34,21 +34,19 @@ from ._games import Games, GamesFailed, check_games, sandbox_setting
 from ._grpo import GRPOSection, train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
-from ._training import ModelSection, load_model
+from ._training import ModelSection, load_model, quiet_libraries
 from ._wordle_config import recipe_pool
 
-__all__ = ["EnvSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
+__all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
 
 console = Console()
 LABELS = {"untrained": "untrained", "grpo": "after GRPO"}
 
 
 @dataclass
-class EnvSection:
-    """The env the policy plays."""
+class EpisodeSection:
+    """How episodes are played."""
 
-    name: str = "catch"
-    """Catalog name (``openenv-train catalog``), ``package.module:Class``, or the URL of a running server."""
     sandbox: str = "auto"
     """``on``: env servers in the OS sandbox (fail if it is missing); ``auto``: when available; ``off``."""
     max_turns: int = 30
@@ -60,7 +58,7 @@ class EnvSection:
 
     def __post_init__(self) -> None:
         if self.sandbox not in ("on", "auto", "off"):
-            raise ValueError(f"env.sandbox must be on, auto or off, got {self.sandbox!r}")
+            raise ValueError(f"episode.sandbox must be on, auto or off, got {self.sandbox!r}")
 
 
 @dataclass
@@ -86,7 +84,7 @@ class OutputSection:
 
 def _default_grpo() -> GRPOSection:
     return GRPOSection(budget_s=420.0, steps=400, prompts_per_step=8, num_generations=8, learning_rate=1e-3,
-                       max_completion_length=96, per_turn_tokens=4, save_steps=20)
+                       max_completion_length=1024, per_turn_tokens=4, save_steps=20)
 
 
 @dataclass
@@ -99,12 +97,14 @@ class GrpoConfig:
     """Live progress lines on the console."""
     verbose: bool = False
     """Also print the trainers' per-step dictionaries (they always go to ``metrics.jsonl``)."""
-    env: EnvSection = field(default_factory=EnvSection)
+    env: str = "catch"
+    """The env: a catalog name (``openenv-train catalog``), ``package.module:Class``, or a running server's URL."""
+    episode: EpisodeSection = field(default_factory=EpisodeSection)
     model: ModelSection = field(default_factory=lambda: ModelSection(max_context=1024))
     pool: PoolConfig = field(default_factory=lambda: recipe_pool(sessions_per_actor=32))
     """The Ray rollout pool: any :class:`~openenv_train.pool.PoolConfig` field; ``max_turns``, ``sandbox``,
-    ``show_progress`` and ``run_id`` come from ``env.max_turns``, ``env.sandbox``, ``show_progress`` and the run
-    name."""
+    ``show_progress`` and ``run_id`` come from ``episode.max_turns``, ``episode.sandbox``, ``show_progress`` and
+    the run name."""
     grpo: GRPOSection = field(default_factory=_default_grpo)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)
@@ -112,7 +112,7 @@ class GrpoConfig:
     @property
     def run_name(self) -> str:
         """The run folder's name."""
-        return self.output.name or f"grpo-{self.env.name.rsplit('/', 1)[-1].replace(':', '-')}"
+        return self.output.name or f"grpo-{self.env.rsplit('/', 1)[-1].replace(':', '-')}"
 
     def train_seeds(self) -> list[int]:
         """One reset seed per GRPO group, all below the held-out ones."""
@@ -144,7 +144,7 @@ def _evaluate(games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: 
         return state.data["evals"][phase]  # type: ignore[no-any-return]
     model.eval()
     backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens,
-                            constrained=cfg.env.constrained)
+                            constrained=cfg.episode.constrained)
     rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}")
     check_games(rows, f"the {LABELS[phase]} evaluation", out)
     result = phase_summary([_episode_metrics(r) for r in rows], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
@@ -168,14 +168,14 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
     state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
     started = time.perf_counter()
-    url = cfg.env.name if "://" in cfg.env.name else None
-    pool = dataclasses.replace(cfg.pool, max_turns=cfg.env.max_turns, show_progress=cfg.show_progress,
-                               run_id=cfg.run_name, sandbox=sandbox_setting(cfg.env.sandbox, url))
-    agent = ActionAgent(constrained=cfg.env.constrained, system_prompt=cfg.env.system_prompt)
-    games = Games(cfg.env.name, agent, pool, out)
+    url = cfg.env if "://" in cfg.env else None
+    pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
+                               run_id=cfg.run_name, sandbox=sandbox_setting(cfg.episode.sandbox, url))
+    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt)
+    games = Games(cfg.env, agent, pool, out)
     try:
         model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
-        console.print(f"{cfg.env.name}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
+        console.print(f"{cfg.env}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
                       f"{pool.num_actors} actors x {pool.sessions_per_actor} sessions")
         _evaluate(games, model, tokenizer, cfg, "untrained", out, state, metrics)
         final = out / "checkpoints" / "final"
@@ -191,7 +191,7 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     finally:
         games.close()
     evals = state.data["evals"]
-    extra = {"title": f"GRPO on {cfg.env.name}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
+    extra = {"title": f"GRPO on {cfg.env}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
              "budgets": state.data.get("budgets", {}), "seconds_this_session": round(time.perf_counter() - started, 1),
              "config": config_to_dict(cfg)}
     summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--config", help="YAML file of settings (default: the embedded defaults)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
-    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env.name=tic_tac_toe")
+    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env=tic_tac_toe")
     args = parser.parse_args(argv)
     overrides, config_path = list(args.overrides), args.config
     if args.resume:
@@ -221,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING)
+    quiet_libraries(cfg.verbose)
     try:
         run(cfg, resume=bool(args.resume))
     except (ValueError, GamesFailed) as exc:

@@ -35,7 +35,7 @@ from ._games import GamesFailed, WordleGames, check_games
 from ._grpo import train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
-from ._training import load_model, train_sft
+from ._training import load_model, quiet_libraries, train_sft
 from ._wordle import WordleAgent
 from ._wordle_config import (
     REWARD_RUBRIC,
@@ -273,22 +273,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_libraries(verbose: bool) -> None:
-    """One line per phase on the console: no per-save progress bars, no notices about TRL's experimental API or
-    renamed arguments (``--verbose`` keeps them)."""
-    import os
-    import warnings
-
-    if verbose:
-        return
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\..*")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
     parser = _parser()
@@ -310,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.WARNING)
-    _quiet_libraries(cfg.verbose)
+    quiet_libraries(cfg.verbose)
     try:
         summary = run(cfg, resume=bool(args.resume))
     except (ValueError, GamesFailed) as exc:

@@ -16,7 +16,7 @@ CONFIG = Path(__file__).resolve().parents[2] / "configs" / "grpo_smoke.yaml"
 
 @pytest.mark.timeout(600)
 def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
-    code = grpo.main(["--config", str(CONFIG), "env.name=catch", f"output.dir={tmp_path}", "env.sandbox=off"])
+    code = grpo.main(["--config", str(CONFIG), "env=catch", f"output.dir={tmp_path}", "episode.sandbox=off"])
     assert code == 0
     out = tmp_path / "grpo-catch"
     summary = json.loads((out / "summary.json").read_text())
@@ -38,6 +38,6 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
 
 def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
-        grpo.main(["env.nme=catch"])
+        grpo.main(["episode.sandbx=off"])
     with pytest.raises(ValueError, match="raise eval.seed"):
         grpo.GrpoConfig(eval=grpo.EvalSection(seed=10))
