@@ -18,9 +18,9 @@ __all__ = ["Games", "GamesFailed", "WordleGames", "check_games", "sandbox_settin
 console = Console()
 
 
-def sandbox_setting(mode: str, url: str | None = None) -> bool:
+def sandbox_setting(mode: str, url: str | None = None, option: str = "env.sandbox") -> bool:
     """Whether env servers run in the OS sandbox: ``on``, ``off``, or ``auto`` (when it is available; never for a
-    server ``url`` the recipe does not start)."""
+    server ``url`` the recipe does not start); ``option`` names the setting in the message."""
     if url or mode == "off":
         return False
     if mode == "on":
@@ -29,7 +29,7 @@ def sandbox_setting(mode: str, url: str | None = None) -> bool:
 
     why = sandbox_available()
     if why:
-        console.print(f"[yellow]env servers run unsandboxed:[/] {why} (env.sandbox=on makes this an error)")
+        console.print(f"[yellow]env servers run unsandboxed:[/] {why} ({option}=on makes this an error)")
     return why is None
 
 

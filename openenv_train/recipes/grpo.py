@@ -170,7 +170,7 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     url = cfg.env if "://" in cfg.env else None
     pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
-                               run_id=cfg.run_name, sandbox=sandbox_setting(cfg.episode.sandbox, url))
+                               run_id=cfg.run_name, sandbox=sandbox_setting(cfg.episode.sandbox, url, "episode.sandbox"))
     agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt)
     games = Games(cfg.env, agent, pool, out)
     try:
