@@ -197,7 +197,9 @@ class LocalBackend:
             outputs, batch = job.result()
             result = self._result(request, prepared, outputs, batch)
             for text, choice in zip(texts, result.choices, strict=True):
-                yield text.finish(choice)
+                rest = text.finish(choice)
+                if rest.content or rest.tool_calls or rest.token_ids:
+                    yield rest
             yield result
         finally:
             if not job.done():  # the client left: free its rows (running ones stop at the next step)
