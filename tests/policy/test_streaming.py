@@ -13,9 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from openenv_train.policy import LocalBackend, PolicyServer, ScriptedBackend, UpstreamBackend
+from openenv_train.policy import LocalBackend, PolicyServer, SamplingParams, ScriptedBackend, UpstreamBackend
 from openenv_train.policy._generation import Row, generate_rows
-from openenv_train.policy._types import SamplingParams
 from openenv_train.trace import CaptureStore, TrainingTurn
 from tests.policy.conftest import ADD_TOOL, TAUGHT, chat_body, serve
 
