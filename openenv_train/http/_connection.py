@@ -303,6 +303,10 @@ class HttpConnection(asyncio.Protocol):
         conn, transport = self.http, self.transport
         async with contextlib.aclosing(stream.chunks) as chunks:
             if conn is None or transport is None or transport.is_closing():
+                # The client left before the head: start the producer anyway, so that closing it runs its cleanup
+                # (a generator closed before its first step runs none).
+                with contextlib.suppress(Exception, StopAsyncIteration):
+                    await anext(chunks)
                 return
             # No content-length: h11 frames the body in chunks (HTTP/1.1) or by closing the connection (1.0).
             headers = [("content-type", stream.content_type), ("cache-control", "no-cache"), *stream.headers]

@@ -132,6 +132,19 @@ async def test_raw_sse_over_httpx(tiny: tuple[Any, Any]) -> None:
             (want["message"]["content"], want["token_ids"], want["token_logprobs"], want["finish_reason"])
 
 
+async def test_a_connection_serves_requests_after_a_stream(tiny: tuple[Any, Any]) -> None:
+    body = chat_body("hi", temperature=0, max_tokens=3)
+    async with serve(tiny) as server, httpx.AsyncClient(base_url=server.base_url, timeout=DEADLINE_S,
+                                                        limits=httpx.Limits(max_connections=1)) as client:
+        seen = []
+        for stream in (True, True, False):
+            async with client.stream("POST", "/chat/completions", json={**body, "stream": stream}) as reply:
+                text = (await reply.aread()).decode()
+                seen.append((reply.status_code, text.endswith("data: [DONE]\n\n") if stream else '"choices"' in text))
+        connections = len(server.http.connections)
+    assert seen == [(200, True)] * 3 and connections == 1
+
+
 @SLOW_FIXTURE
 async def test_tool_calls_stream_as_tool_call_deltas(taught: tuple[Any, Any]) -> None:
     store = CaptureStore()
