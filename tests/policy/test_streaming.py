@@ -275,6 +275,25 @@ async def test_upstream_streams_are_forwarded(tiny: tuple[Any, Any]) -> None:
     assert streamed_turn.metadata["rollout_type"] == "train"
 
 
+async def test_leaving_an_upstream_stream_stops_the_upstream_generation(tiny: tuple[Any, Any]) -> None:
+    store = CaptureStore()
+    store.open_session("s")
+    model, tokenizer = tiny
+    local = LocalBackend(model, tokenizer, model_id="tiny")
+    body = chat_body("tell me everything", temperature=1.0, seed=2, max_tokens=3000, stream=True)
+    async with PolicyServer(local) as inner, PolicyServer(UpstreamBackend(inner.base_url), capture=store) as server:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=DEADLINE_S) as client, \
+                client.stream("POST", "/chat/completions", json=body, headers={"authorization": "Bearer s"}) as reply:
+            async for line in reply.aiter_lines():
+                if line.startswith("data: {") and json.loads(line[6:])["choices"][0]["delta"].get("content"):
+                    break
+        await _until(lambda: local.rows_cut == 1, "the upstream's row to stop")
+        await _until(lambda: len(store.get("s").turns) == 1, "the cut turn")
+    (cut,) = store.get("s").turns
+    assert cut.metadata["cut"] and cut.response["choices"][0]["finish_reason"] == "abort"
+    assert 1 <= len(cut.completion_token_ids) < 3000
+
+
 def test_scripted_backend_streams_with_the_openai_client() -> None:
     openai = pytest.importorskip("openai")
     store = CaptureStore()
