@@ -145,6 +145,21 @@ async def test_a_connection_serves_requests_after_a_stream(tiny: tuple[Any, Any]
     assert seen == [(200, True)] * 3 and connections == 1
 
 
+async def test_concurrent_streams_match_their_unstreamed_answers(tiny: tuple[Any, Any]) -> None:
+    bodies = [chat_body(f"question {i}", temperature=1.0, seed=i, max_tokens=12, logprobs=True) for i in range(4)]
+    async with serve(tiny) as server:
+        whole = [(await post(server, body)).json()["choices"][0] for body in bodies]
+        streamed = await asyncio.gather(*(sse(server, body) for body in bodies), post(server, bodies[0]))
+    # Batched with others, a row samples the same tokens; its logprobs differ in the last float bits (padding
+    # changes the matmul shapes), as for unstreamed calls (test_endpoint).
+    for (_, events), want in zip(streamed[:4], whole, strict=True):
+        got = added_up(events[:-1])
+        assert (got["content"], got["token_ids"]) == (want["message"]["content"], want["token_ids"])
+        assert got["token_logprobs"] == pytest.approx(want["token_logprobs"], abs=1e-4)
+        assert [e["logprob"] for e in got["entries"]] == got["token_logprobs"]
+    assert streamed[4].json()["choices"][0]["token_ids"] == whole[0]["token_ids"]
+
+
 @SLOW_FIXTURE
 async def test_tool_calls_stream_as_tool_call_deltas(taught: tuple[Any, Any]) -> None:
     store = CaptureStore()
@@ -222,9 +237,11 @@ async def test_a_client_that_leaves_cuts_its_turn_and_frees_its_row(tiny: tuple[
         assert cut.response["choices"][0]["finish_reason"] == "abort"
         sent = len(cut.completion_token_ids)
         assert 3 <= sent < 3000 and len(cut.per_token_logps) == sent
-        # What the client was sent is exactly the start of the same seeded call.
+        # What the client was sent is the start of the same seeded call (asked for fewer tokens, so its cache has
+        # another size: logprobs may differ in the last float bits).
         again = (await post(server, {**body, "stream": False, "max_tokens": sent})).json()["choices"][0]
-    assert again["token_ids"] == cut.completion_token_ids and again["token_logprobs"] == cut.per_token_logps
+    assert again["token_ids"] == cut.completion_token_ids
+    assert again["token_logprobs"] == pytest.approx(cut.per_token_logps, abs=1e-4)
     assert again["message"]["content"] == cut.response["choices"][0]["message"]["content"]
 
 
@@ -323,3 +340,36 @@ async def test_stream_errors(tiny: tuple[Any, Any]) -> None:
     async with PolicyServer(ScriptedBackend(lambda m: "x")) as server:
         refused = await post(server, chat_body(stream=True, guided_choice=["a"]))
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "guided_choice"
+
+
+def _row_text(**options: Any) -> Any:
+    from openenv_train.policy._local_stream import RowText
+
+    pieces = {1: "The", 2: " answer", 3: " is", 4: " 5", 5: "\n", 6: "<tool", 7: "_call>", 8: "\xe2", 9: "\x82\xac",
+              0: ""}
+
+    def decode(ids: list[int]) -> str:  # a byte-level tokenizer: half a character decodes to U+FFFD
+        return "".join(pieces[i] for i in ids).encode("latin-1").decode("utf-8", errors="replace")
+
+    return RowText(0, decode, None, **options)
+
+
+@pytest.mark.parametrize(("options", "tokens", "sent"), [
+    ({}, [1, 2, 3], ["The", " answer", " is"]),
+    ({"stop": (" is 5",)}, [1, 2, 3, 4], ["The", " answer", None, None]),  # " is" may start the stop string
+    ({"stop": (" is",)}, [1, 2, 3, 4], ["The", " answer", None, None]),  # the stop string came: the end decides
+    ({"tools": True}, [1, 5, 6, 7, 2], ["The", None, None, None, None]),  # whitespace, then a tool call
+    ({"tools": True}, [1, 5, 2], ["The", None, "\n answer"]),  # the whitespace was text after all
+    ({}, [1, 8, 9], ["The", None, "€"]),  # half a character waits for the other half
+    ({"stop_ids": frozenset({0})}, [1, 0], ["The", ""]),  # an end token has no text
+])
+def test_row_text_sends_only_what_cannot_change(options: dict[str, Any], tokens: list[int],
+                                                sent: list[str | None]) -> None:
+    text = _row_text(**options)
+    got = []
+    for token in tokens:
+        delta = text.add([(token, -0.5, [])])
+        got.append(None if delta is None else delta.content)
+        if delta is not None:  # tokens go with their text
+            assert text.sent_tokens == tokens.index(token) + 1 and delta.logprobs == [-0.5] * len(delta.token_ids)
+    assert got == sent
