@@ -23,6 +23,9 @@ from ._types import ChatChoice, ChoiceDelta
 
 __all__ = ["RowText", "Sampled", "TokenFeed"]
 
+#: Tokens before the last one sent from which :class:`RowText` decodes the rest.
+_ANCHOR = 6
+
 #: One sampled token: its id, logprob and top alternatives.
 Sampled = tuple[int, float, list[tuple[int, float]]]
 
@@ -118,7 +121,7 @@ class RowText:
         ids = [s[0] for s in self.sampled]
         if ids[-1] in self.stop_ids:
             ids = ids[:-1]
-        text = self.decode(ids)
+        text = self._text(ids)
         if self._held(text) or not text.startswith(self.sent_text):
             return None
         new = self.sampled[self.sent_tokens:]
@@ -126,6 +129,17 @@ class RowText:
                             self.entries(new) if self.entries is not None else None)
         self.sent_tokens, self.sent_text = len(self.sampled), text
         return delta
+
+    def _text(self, ids: list[int]) -> str:
+        """``decode(ids)``, decoding only from a few tokens before what was sent (a whole decode per token would
+        cost quadratic time): a tokenizer that writes a token differently at the start of a text (SentencePiece's
+        leading space) writes it the same way in both decodes from the same anchor."""
+        anchor = max(0, self.sent_tokens - _ANCHOR)
+        head = self.decode(ids[anchor:self.sent_tokens])
+        tail = self.decode(ids[anchor:])
+        if anchor and tail.startswith(head) and self.sent_text.endswith(head):
+            return self.sent_text + tail[len(head):]
+        return self.decode(ids)
 
     def _held(self, text: str) -> bool:
         if text.endswith("\ufffd"):

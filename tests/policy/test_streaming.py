@@ -91,7 +91,7 @@ def test_openai_client_streams_what_the_unstreamed_call_answers(tiny: tuple[Any,
     store = CaptureStore()
     store.open_session("s")
     model, tokenizer = tiny
-    params: dict[str, Any] = {"model": "tiny", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 24,
+    params: dict[str, Any] = {"model": "tiny", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 200,
                               "seed": 11, "temperature": 1.0, "logprobs": True, "top_logprobs": 2}
     with PolicyServer(LocalBackend(model, tokenizer, model_id="tiny"), capture=store) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="s", max_retries=0, timeout=DEADLINE_S)
@@ -373,3 +373,13 @@ def test_row_text_sends_only_what_cannot_change(options: dict[str, Any], tokens:
         if delta is not None:  # tokens go with their text
             assert text.sent_tokens == tokens.index(token) + 1 and delta.logprobs == [-0.5] * len(delta.token_ids)
     assert got == sent
+
+
+def test_row_text_decodes_long_replies_from_an_anchor() -> None:
+    text = _row_text()
+    decoded: list[str] = []
+    text.decode = lambda ids, plain=text.decode: decoded.append(ids) or plain(ids)  # type: ignore[method-assign]
+    tokens = [1, 2, 3, 4, 8, 9, 2, 3] * 10
+    pieces = [d.content for t in tokens if (d := text.add([(t, -1.0, [])])) is not None]
+    assert "".join(pieces) == "The answer is 5€ answer is" * 10
+    assert max(len(ids) for ids in decoded[-4:]) < 10  # late tokens decode a window, not the whole reply
