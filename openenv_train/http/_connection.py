@@ -2,8 +2,10 @@
 
 :class:`HttpConnection` parses requests, bounds their bodies, times out slow and idle clients (no slowloris),
 runs one request at a time (an async answer pauses reading until it is sent) and owns the one send path of
-responses. A server subclasses it and says what a request means (:meth:`HttpConnection.on_request`); the env
-server's connection adds the ``/ws`` upgrade by taking the socket over with :meth:`HttpConnection.detach`.
+responses, whole (:class:`HttpResponse`) or streamed as produced (:class:`HttpStream`, chunked; a client that goes
+away mid-stream cancels the task producing it). A server subclasses it and says what a request means
+(:meth:`HttpConnection.on_request`); the env server's connection adds the ``/ws`` upgrade by taking the socket
+over with :meth:`HttpConnection.detach`.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import h11
 
 from ._tasks import TaskSet
 
-__all__ = ["HttpConnection", "HttpLimits", "HttpRequest", "HttpResponse"]
+__all__ = ["HttpConnection", "HttpLimits", "HttpRequest", "HttpResponse", "HttpStream"]
 
 log = logging.getLogger("openenv_train.http")
 
@@ -47,6 +50,20 @@ class HttpResponse:
     """Close the connection after this response."""
 
 
+@dataclass
+class HttpStream:
+    """A response whose body is sent while it is produced (chunked transfer encoding), e.g. server-sent events.
+
+    If the client goes away, the task iterating ``chunks`` is cancelled and ``chunks`` is closed, so its producer
+    can stop its work and say what was cut.
+    """
+
+    status: int
+    chunks: AsyncGenerator[bytes, None]
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    content_type: str = "text/event-stream"
+
+
 @dataclass(frozen=True)
 class HttpLimits:
     """How long and how much a connection may take."""
@@ -54,7 +71,8 @@ class HttpLimits:
     max_body: int = 32 * 2**20
     """Largest request body, in bytes (more gets a 413 and the connection is closed)."""
     request_timeout_s: float = 30.0
-    """A started request (headers and body) must arrive within this, else 408 and close."""
+    """A started request (headers and body) must arrive within this, else 408 and close; a client reading a stream
+    that takes nothing for this long is dropped."""
     keepalive_timeout_s: float = 300.0
     """An idle connection (no request started) is closed after this."""
     from_first_byte: bool = True
@@ -66,7 +84,8 @@ class HttpConnection(asyncio.Protocol):
     """An h11 server connection; subclasses implement :meth:`on_request` (and may refine the hooks)."""
 
     # slots: an idle connection is kept per session, so it should cost a few hundred bytes, not a dict
-    __slots__ = ("tasks", "error_response", "transport", "http", "request", "body", "head", "busy", "timer", "idle")
+    __slots__ = ("tasks", "error_response", "transport", "http", "request", "body", "head", "busy", "timer", "idle",
+                 "streaming", "writable")
 
     def __init__(self, tasks: TaskSet, error_response: Callable[[int, str], HttpResponse]) -> None:
         self.tasks = tasks
@@ -79,6 +98,8 @@ class HttpConnection(asyncio.Protocol):
         self.busy = False  # an async answer is in flight; reading is paused
         self.timer: asyncio.TimerHandle | None = None
         self.idle = True
+        self.streaming: asyncio.Task[Any] | None = None  # the task sending an HttpStream
+        self.writable: asyncio.Event | None = None  # cleared while the transport's buffer is full
 
     # -- what a server says ----------------------------------------------------------------------
     def limits(self) -> HttpLimits:
@@ -96,9 +117,9 @@ class HttpConnection(asyncio.Protocol):
     def on_head(self, request: HttpRequest) -> None:
         """The request's head has arrived (before its body): e.g. check its token."""
 
-    def on_request(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse] | None:
-        """Answer a complete request: a response now, an awaitable of one (reading pauses until it is sent),
-        or None when the subclass took the connection over (:meth:`detach`)."""
+    def on_request(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse | HttpStream] | None:
+        """Answer a complete request: a response now, an awaitable of one or of a stream (reading pauses until it
+        is sent), or None when the subclass took the connection over (:meth:`detach`)."""
         raise NotImplementedError
 
     def on_answer_failed(self, exc: Exception) -> HttpResponse:
@@ -113,10 +134,26 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.disarm()
+        if self.streaming is not None:  # nobody reads the rest: stop producing it
+            self.streaming.cancel()
+        if self.writable is not None:
+            self.writable.set()
+
+    def pause_writing(self) -> None:
+        if self.writable is None:
+            self.writable = asyncio.Event()
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None:
+            self.writable.set()
 
     def data_received(self, data: bytes) -> None:
         if self.http is None:
             return
+        if self.streaming is not None and self.transport is not None:
+            # Reading resumed only to see the client leave; a pipelined request waits in h11's buffer.
+            self.transport.pause_reading()
         if self.idle and self.limits().from_first_byte:  # a request starts: it must be complete in time
             self.arm(idle=False)
         self.http.receive_data(data)
@@ -209,16 +246,19 @@ class HttpConnection(asyncio.Protocol):
                 self.transport.close()
                 return
 
-    async def _answer(self, answer: Awaitable[HttpResponse]) -> None:
+    async def _answer(self, answer: Awaitable[HttpResponse | HttpStream]) -> None:
         try:
             response = await answer
         except Exception as exc:
             response = self.on_answer_failed(exc)
+        if isinstance(response, HttpStream):
+            await self.send_stream(response)
         self.busy = False
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        self.send(response)
+        if not isinstance(response, HttpStream):
+            self.send(response)
         with contextlib.suppress(Exception):
             transport.resume_reading()
         self.events()
@@ -253,6 +293,66 @@ class HttpConnection(asyncio.Protocol):
             self._close()
             return
         self.arm(idle=True)
+
+    async def send_stream(self, stream: HttpStream) -> None:
+        """Send ``stream``'s head, then each chunk as it comes (waiting while the client does not read).
+
+        While it runs, reading is resumed so that a client closing its connection is seen at once: the task
+        running this is then cancelled (:meth:`connection_lost`) and ``stream.chunks`` closed.
+        """
+        conn, transport = self.http, self.transport
+        async with contextlib.aclosing(stream.chunks) as chunks:
+            if conn is None or transport is None or transport.is_closing():
+                # The client left before the head: start the producer anyway, so that closing it runs its cleanup
+                # (a generator closed before its first step runs none).
+                with contextlib.suppress(Exception, StopAsyncIteration):
+                    await anext(chunks)
+                return
+            # No content-length: h11 frames the body in chunks (HTTP/1.1) or by closing the connection (1.0).
+            headers = [("content-type", stream.content_type), ("cache-control", "no-cache"), *stream.headers]
+            try:
+                transport.write(conn.send(h11.Response(status_code=stream.status, headers=headers)) or b"")
+            except h11.LocalProtocolError:
+                self._close()
+                return
+            self.streaming = asyncio.current_task()
+            try:
+                transport.resume_reading()
+                async for chunk in chunks:
+                    if chunk and not self.head:
+                        transport.write(conn.send(h11.Data(data=chunk)) or b"")
+                        await self._drained(transport)
+                transport.write(conn.send(h11.EndOfMessage()) or b"")
+            except Exception:  # the head is sent: a broken producer can only cut the body short
+                log.exception("HTTP stream failed")
+                self._close()
+                return
+            finally:
+                self.streaming = None
+                with contextlib.suppress(Exception):
+                    transport.pause_reading()
+        self.head = False
+        if conn.our_state is h11.MUST_CLOSE:
+            self._close()
+            return
+        try:
+            conn.start_next_cycle()
+        except h11.LocalProtocolError:
+            self._close()
+            return
+        self.arm(idle=True)
+
+    async def _drained(self, transport: asyncio.Transport) -> None:
+        """Wait while the transport's buffer is full; a client that reads nothing for the request timeout is
+        dropped (its stream is then cancelled)."""
+        writable = self.writable
+        if writable is None or writable.is_set() or transport.is_closing():
+            return
+        try:
+            await asyncio.wait_for(writable.wait(), self.limits().request_timeout_s)
+        except TimeoutError:
+            transport.abort()
+            raise asyncio.CancelledError from None
 
     def fail(self, status: int, message: str) -> None:
         """Answer ``status`` (when a response can still be sent) and close."""

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..core import ServerStartError
-from ._connection import HttpConnection, HttpLimits, HttpRequest, HttpResponse
+from ._connection import HttpConnection, HttpLimits, HttpRequest, HttpResponse, HttpStream
 from ._tasks import TaskSet
 
 __all__ = ["Handler", "HttpRequest", "HttpResponse", "HttpServer"]
@@ -21,7 +21,7 @@ __all__ = ["Handler", "HttpRequest", "HttpResponse", "HttpServer"]
 log = logging.getLogger("openenv_train.policy")
 
 
-Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+Handler = Callable[[HttpRequest], Awaitable[HttpResponse | HttpStream]]
 
 
 class _Connection(HttpConnection):
@@ -45,7 +45,7 @@ class _Connection(HttpConnection):
         self.server.connections.discard(self)
         super().connection_lost(exc)
 
-    def on_request(self, request: HttpRequest) -> Awaitable[HttpResponse]:
+    def on_request(self, request: HttpRequest) -> Awaitable[HttpResponse | HttpStream]:
         return self.server.handler(request)
 
     def on_answer_failed(self, exc: Exception) -> HttpResponse:
@@ -57,7 +57,7 @@ class HttpServer:
     """Serves ``handler`` on ``host:port`` (port 0 picks a free one; read it back from ``port``).
 
     Args:
-        handler: Coroutine that answers one request.
+        handler: Coroutine that answers one request (a whole response, or a stream sent as it is produced).
         error_response: Builds the body of errors found before the handler runs (bad HTTP, body too large).
         host: Interface to bind.
         port: TCP port.

@@ -1,7 +1,9 @@
 """Policy backends and the OpenAI-compatible endpoint that captures every call (see DESIGN.md, TRACE.md).
 
-- :class:`PolicyServer`: ``/v1/chat/completions``, ``/v1/models``, ``/health``; records calls made with a
-  capture session into a :class:`~openenv_train.trace.CaptureStore`.
+- :class:`PolicyServer`: ``/v1/chat/completions`` (``"stream": true`` too), ``/v1/models``, ``/health``; records
+  calls made with a capture session into a :class:`~openenv_train.trace.CaptureStore`.
+- :class:`StreamingBackend`: a backend that also answers piece by piece (:class:`StreamStart`, :class:`ChoiceDelta`,
+  then the :class:`ChatResult`); any other backend's answer is streamed whole.
 - :class:`LocalBackend`: a transformers model in this process (a path, or a trainer's live model), batched,
   with exact token ids and logprobs.
 - :class:`UpstreamBackend`: any OpenAI-compatible server (vLLM, a hosted API, another PolicyServer).
@@ -15,7 +17,7 @@ Importing this package does not import torch or transformers; the backends load 
 """
 
 from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
-from ._chat import ChatClient, ChatResponse, ChatTransportError, api_key_for
+from ._chat import ChatClient, ChatResponse, ChatStream, ChatTransportError, api_key_for
 from ._endpoint import EndpointConfig, PolicyServer
 from ._errors import (
     AuthenticationFailed,
@@ -33,7 +35,19 @@ from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
 from ._serve import CapturedPolicy, captured_policy, policy_endpoint
 from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
-from ._types import ChatChoice, ChatRequest, ChatResult, Constraint, Continuation, PolicyBackend, SamplingParams
+from ._types import (
+    ChatChoice,
+    ChatRequest,
+    ChatResult,
+    ChoiceDelta,
+    Constraint,
+    Continuation,
+    PolicyBackend,
+    SamplingParams,
+    StreamEvent,
+    StreamingBackend,
+    StreamStart,
+)
 from ._upstream import UpstreamBackend, UpstreamConfig
 
 __all__ = [
@@ -45,7 +59,9 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ChatResult",
+    "ChatStream",
     "ChatTransportError",
+    "ChoiceDelta",
     "Constraint",
     "ContextLengthExceeded",
     "Continuation",
@@ -60,6 +76,9 @@ __all__ = [
     "PolicyServer",
     "SamplingParams",
     "ScriptedBackend",
+    "StreamEvent",
+    "StreamStart",
+    "StreamingBackend",
     "TinyModelConfig",
     "TokenLimitExceeded",
     "UpstreamBackend",

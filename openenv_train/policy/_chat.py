@@ -8,10 +8,15 @@ errors. :func:`api_key_for` builds the key that names a capture session on a :cl
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ChatClient", "ChatResponse", "ChatTransportError", "api_key_for"]
+from ..http import SSE_DONE, SseDecoder
+
+__all__ = ["ChatClient", "ChatResponse", "ChatStream", "ChatTransportError", "api_key_for"]
 
 
 def api_key_for(session_id: str | None = None, token: str | None = None) -> str:
@@ -49,6 +54,38 @@ class ChatResponse:
     status: int
     data: Any
     text: str
+
+
+class ChatStream:
+    """A streamed answer (``"stream": true``): its status, then its events (or, for an error, its body)."""
+
+    def __init__(self, reply: Any) -> None:
+        self._reply = reply
+        self.status: int = reply.status_code
+
+    async def body(self) -> ChatResponse:
+        """The whole answer (an error's JSON body, when ``status`` is not 200)."""
+        await self._reply.aread()
+        try:
+            data = self._reply.json()
+        except ValueError:
+            data = None
+        return ChatResponse(self.status, data, self._reply.text)
+
+    async def events(self) -> AsyncGenerator[Any, None]:
+        """Each event's JSON (``chat.completion.chunk`` or ``{"error": ...}``), until ``data: [DONE]``.
+
+        Raises:
+            ValueError: an event is not JSON.
+        """
+        decoder = SseDecoder()
+        async for line in self._reply.aiter_lines():
+            data = decoder.feed(line)
+            if data is None:
+                continue
+            if data.strip() == SSE_DONE:
+                return
+            yield json.loads(data)
 
 
 class ChatClient:
@@ -97,6 +134,26 @@ class ChatClient:
         """
         headers = {"authorization": f"Bearer {api_key}"} if api_key else None
         return await self._request("POST", self.chat_url, body, headers, timeout_s)
+
+    @contextlib.asynccontextmanager
+    async def stream(self, body: dict[str, Any], *, api_key: str | None = None,
+                     timeout_s: float | None = None) -> AsyncIterator[ChatStream]:
+        """``POST /chat/completions`` with ``body`` (which should say ``"stream": true``), read as it arrives;
+        leaving the block closes the connection (a server that streams then stops generating).
+
+        Raises:
+            ChatTransportError: no HTTP answer came, or the stream broke off.
+        """
+        import httpx
+
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else None
+        options: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
+        try:
+            async with self._http().stream("POST", self.chat_url, json=body, headers=headers, **options) as reply:
+                yield ChatStream(reply)
+        except httpx.HTTPError as exc:
+            raise ChatTransportError(self.chat_url, type(exc).__name__, str(exc),
+                                     timed_out=isinstance(exc, httpx.TimeoutException)) from None
 
     async def models(self, *, timeout_s: float | None = None) -> ChatResponse:
         """``GET /models``.

@@ -5,6 +5,10 @@
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
+``"stream": true`` answers with server-sent events (:mod:`._openai_stream`); the turn recorded is the one the
+same call without streaming records. A client that leaves mid-stream stops the generation, and what it had been
+sent is recorded as a cut turn (``finish_reason="abort"``, metadata ``cut``).
+
 With a ``token`` (argument, file or ``$OPENENV_TRAIN_POLICY_TOKEN``) every route but ``/health`` requires it:
 an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token>"`` plus an
 ``X-Capture-Session`` header, or no session); :meth:`PolicyServer.api_key_for` builds that key.
@@ -12,10 +16,12 @@ an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 import uuid
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,13 +34,15 @@ from ..core import (
     token_matches,
     warn_if_exposed,
 )
-from ..http import HttpRequest, HttpResponse, HttpServer
+from ..http import SSE_DONE, HttpRequest, HttpResponse, HttpServer, HttpStream, sse_event
 from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
 from ._chat import api_key_for
 from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from ._openai import completion_json, parse_chat_request
-from ._types import PolicyBackend
+from ._openai_stream import ChunkWriter
+from ._streaming import DeltaFold, stream_chat
+from ._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
 
 __all__ = ["EndpointConfig", "PolicyServer"]
 
@@ -70,6 +78,10 @@ class EndpointConfig:
 
 def _json(status: int, payload: Any) -> HttpResponse:
     return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
+
+
+def _event(payload: Any) -> bytes:
+    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False))
 
 
 def _error(exc: PolicyError) -> HttpResponse:
@@ -210,14 +222,14 @@ class PolicyServer:
         self.limit_hits[limit] = self.limit_hits.get(limit, 0) + 1
 
     # -- requests ----------------------------------------------------------------------------------
-    async def handle(self, request: HttpRequest) -> HttpResponse:
+    async def handle(self, request: HttpRequest) -> HttpResponse | HttpStream:
         """Route one HTTP request; every failure becomes an OpenAI-style error body."""
         try:
             return await self._route(request)
         except PolicyError as exc:
             return _error(exc)
 
-    async def _route(self, request: HttpRequest) -> HttpResponse:
+    async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
         path = request.path.rstrip("/") or "/"
         if path == "/health":
             return _json(200, {"status": "ok", "model": self.backend.model_id})
@@ -327,7 +339,7 @@ class PolicyServer:
         except UnknownCaptureSession:
             return 0
 
-    async def _chat(self, request: HttpRequest) -> HttpResponse:
+    async def _chat(self, request: HttpRequest) -> HttpResponse | HttpStream:
         started_at, start = time.time(), time.perf_counter()
         session = self._session(request.headers)
         try:
@@ -340,24 +352,86 @@ class PolicyServer:
         if session is not None and self.config.token_continuity:
             assert self.capture is not None
             chat.continuation = find_continuation(self.capture, session, chat)
+        if chat.stream:
+            return await self._open_stream(chat, session, started_at, start)
         try:
             result = await self.backend.chat(chat)
         except PolicyError:
             raise
         except Exception as exc:  # the model broke on this request; others are unaffected
-            log.exception("backend failed")
-            raise BackendFailed(f"the model failed on this request: {type(exc).__name__}: {exc}") from None
+            raise _backend_failed(exc) from None
         request_id = f"chatcmpl-{uuid.uuid4().hex}"
         response = completion_json(result, chat, request_id=request_id, created=int(started_at))
-        if session is not None:
-            assert self.capture is not None
-            timings = {"started_at": started_at, "total_s": time.perf_counter() - start,
-                       **result.info.get("timings", {})}
-            try:
-                for turn in turns_for(chat, result, response, timings=timings):
-                    self.capture.record(session, turn)
-                self._spend(session, result.usage)
-            except UnknownCaptureSession:
-                log.warning("capture session %s closed before its call returned; the turn is not recorded",
-                            mask_secret(session))
+        self._record(session, chat, result, response, started_at, start)
         return _json(200, response)
+
+    def _record(self, session: str | None, chat: ChatRequest, result: ChatResult, response: dict[str, Any],
+                started_at: float, start: float) -> None:
+        """Record an answered call in its capture session (none: nothing to do)."""
+        if session is None:
+            return
+        assert self.capture is not None
+        timings = {"started_at": started_at, "total_s": time.perf_counter() - start, **result.info.get("timings", {})}
+        try:
+            for turn in turns_for(chat, result, response, timings=timings):
+                self.capture.record(session, turn)
+            self._spend(session, result.usage)
+        except UnknownCaptureSession:
+            log.warning("capture session %s closed before its call returned; the turn is not recorded",
+                        mask_secret(session))
+
+    async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float,
+                           start: float) -> HttpStream:
+        """Start the backend's stream; what fails before its first event (a bad request, a prompt too long) is
+        still a plain HTTP error, since no event has been sent."""
+        events = stream_chat(self.backend, chat)
+        try:
+            first = await anext(events)
+            if not isinstance(first, StreamStart):
+                raise BackendFailed(f"the backend's stream began with {type(first).__name__}, not StreamStart")
+        except BaseException as exc:
+            await events.aclose()
+            if isinstance(exc, Exception) and not isinstance(exc, PolicyError):
+                raise _backend_failed(exc) from None
+            raise
+        return HttpStream(200, self._stream(chat, session, first, events, started_at, start))
+
+    async def _stream(self, chat: ChatRequest, session: str | None, first: StreamStart,
+                      events: AsyncGenerator[StreamEvent, None], started_at: float, start: float) -> AsyncGenerator[bytes, None]:
+        """The SSE body of a streamed call; records its turn before the last chunks, or a cut turn if it is cut."""
+        request_id = f"chatcmpl-{uuid.uuid4().hex}"
+        writer = ChunkWriter(chat, request_id=request_id, created=int(started_at), model=first.model)
+        sent, ended = DeltaFold(), False
+        try:
+            async with contextlib.aclosing(events):
+                for chunk in writer.start(first):
+                    yield _event(chunk)
+                async for event in events:
+                    if isinstance(event, ChoiceDelta):
+                        sent.add(event)
+                        yield _event(writer.delta(event))
+                    elif isinstance(event, ChatResult):
+                        ended = True
+                        event.info = {**event.info, "stream": True}
+                        response = completion_json(event, chat, request_id=request_id, created=int(started_at))
+                        self._record(session, chat, event, response, started_at, start)
+                        for chunk in writer.finish(event):
+                            yield _event(chunk)
+            if not ended:
+                raise BackendFailed("the backend's stream ended without its result")
+        except Exception as exc:  # after the head: the error is an event (OpenAI's clients raise it)
+            ended = True
+            failure = exc if isinstance(exc, PolicyError) else _backend_failed(exc)
+            yield _event(writer.error(failure))
+        finally:
+            if not ended:  # the client left (cancelled, or closed at a yield): record what it was sent
+                cut = sent.cut(first, chat.sampling.n, self.backend.model_id)
+                cut.info["stream"] = True
+                response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
+                self._record(session, chat, cut, response, started_at, start)
+        yield sse_event(SSE_DONE)
+
+
+def _backend_failed(exc: Exception) -> BackendFailed:
+    log.error("backend failed", exc_info=exc)
+    return BackendFailed(f"the model failed on this request: {type(exc).__name__}: {exc}")

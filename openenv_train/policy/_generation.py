@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._errors import BackendFailed, InvalidRequest, PolicyError
 from ._prefix_cache import CachedPrefix, PrefixCache, weights_fingerprint
@@ -34,7 +34,20 @@ if TYPE_CHECKING:
 
     from ._fastpath import FastDecoder
 
-__all__ = ["Row", "RowOutput", "generate_rows"]
+__all__ = ["Row", "RowOutput", "RowStream", "generate_rows"]
+
+
+class RowStream(Protocol):
+    """Where a streamed row's tokens go as they are sampled (called from the generating thread)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True once nobody wants the rest: the row stops at the next step."""
+        ...
+
+    def push(self, token: int, logprob: float, top: list[tuple[int, float]]) -> None:
+        """One sampled token, its logprob and its top alternatives (empty unless asked for)."""
+        ...
 
 
 @dataclass
@@ -48,6 +61,8 @@ class Row:
     stop_ids: frozenset[int]
     guide: Any = None
     """A :class:`~._guide.Guide` restricting the tokens (constrained decoding), or None."""
+    stream: RowStream | None = None
+    """Receives each token as it is sampled (a streamed request), or None."""
 
 
 @dataclass
@@ -60,6 +75,8 @@ class RowOutput:
     finish_reason: FinishReason = "length"
     text: str = ""
     error: PolicyError | None = None
+    cut: bool = False
+    """The row stopped early because its stream was cancelled (its client left)."""
 
 
 class _Slow:
@@ -183,6 +200,8 @@ class _Batch:
         self.slows = {i: _Slow(r) for i, r in enumerate(rows) if r.guide is not None or r.params.stop}
         self.errors: dict[int, PolicyError] = {}
         self.tops: list[Any] = []
+        self.streams = {i: r.stream for i, r in enumerate(rows) if r.stream is not None}
+        self.cut: set[int] = set()
 
     def run(self, *, fast: bool, prefix: PrefixCache | None = None) -> list[RowOutput]:
         import torch
@@ -229,6 +248,8 @@ class _Batch:
         produced = torch.zeros(count, dtype=torch.long, device=self.device)
         next_pos = positions[:, -1:] + 1
         for step in range(self.steps):
+            if self.streams:
+                done |= self._cancelled(done)
             logits = self._checked(logits_now.float(), done)
             if self.slows:
                 logits = _mask(logits, self.slows, done.tolist(), self.errors)
@@ -245,6 +266,8 @@ class _Batch:
             done |= hit | (produced >= self.max_new)
             if self.slows:
                 self._advance(tokens.tolist(), active.tolist(), hit.tolist(), produced, done)
+            if self.streams:
+                self._push(tokens, chosen, active, top)
             if bool(done.all()):
                 break
             mask[:, width + step] = 1
@@ -290,6 +313,30 @@ class _Batch:
             start = self.width - len(row.prompt)
             prefix.store(row.prompt + ids[i][:fed], decoder.slice(i, start, self.width + fed))
 
+    def _cancelled(self, done: torch.Tensor) -> torch.Tensor:
+        """Rows whose stream was cancelled stop here: they sample nothing more (their slot idles until the batch
+        ends, and the batch ends as soon as every other row has)."""
+        import torch
+
+        stop = torch.zeros_like(done)
+        finished = done.tolist()
+        for i, stream in self.streams.items():
+            if stream.cancelled and not finished[i] and i not in self.cut:
+                self.cut.add(i)
+                stop[i] = True
+        return stop
+
+    def _push(self, tokens: torch.Tensor, chosen: torch.Tensor, active: torch.Tensor, top: Any) -> None:
+        """Hand this step's token of each active streamed row to its stream."""
+        ids, values, live = tokens.tolist(), chosen.tolist(), active.tolist()
+        for i, stream in self.streams.items():
+            if not live[i]:
+                continue
+            k = self.rows[i].params.top_logprobs
+            alternatives = [(t, v) for t, v in zip(top.ids[i, :k].tolist(), top.values[i, :k].tolist(), strict=True)
+                            if v != float("-inf")] if k and top is not None else []
+            stream.push(ids[i], values[i], alternatives)
+
     def _checked(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         import torch
 
@@ -328,7 +375,7 @@ class _Batch:
         outputs = []
         for i in range(len(self.rows)):
             n = produced[i]
-            out = RowOutput(ids[i][:n], logprobs[i][:n], self._top(i, n), error=self.errors.get(i))
+            out = RowOutput(ids[i][:n], logprobs[i][:n], self._top(i, n), error=self.errors.get(i), cut=i in self.cut)
             slow = self.slows.get(i)
             if by_token[i] or (slow is not None and slow.text is not None):
                 out.finish_reason = "stop"

@@ -2,18 +2,20 @@
 
 Prompts are rendered with the model's chat template (tools included); completions come back with their exact
 token ids and logprobs (see :mod:`._generation` for which distribution), so every answer is training data.
-Requests may be constrained to a list of choices or a regex (:mod:`._guide`).
+Requests may be constrained to a list of choices or a regex (:mod:`._guide`). A streamed request gets its
+tokens as the batch samples them (:mod:`._local_stream`), and its rows stop when its client leaves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from ._batcher import Batcher
 from ._constraints import unsupported_locally
 from ._errors import ContextLengthExceeded, InvalidRequest
+from ._local_stream import RowText, Sampled, TokenFeed
 from ._messages import reply_message
 from ._prefix_cache import PrefixCache
-from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason
+from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason, StreamEvent, StreamStart
 
 if TYPE_CHECKING:
     import torch
@@ -78,6 +81,19 @@ class LocalConfig:
                              "prefix_cache_mb, decode_threads and decode_switch_s >= 0")
 
 
+@dataclass
+class _Prepared:
+    """A request rendered into rows, with what its result records."""
+
+    rows: list[Any]
+    prompt: list[int]
+    continued: str | None
+    render_s: float
+    max_new: int
+    seed: int
+    stop_ids: frozenset[int]
+
+
 class LocalBackend:
     """Serve a causal LM from a path or a live model object (e.g. the one a trainer is training).
 
@@ -119,6 +135,8 @@ class LocalBackend:
         self.prefix_cache = PrefixCache(int(self.config.prefix_cache_mb * 2**20)) \
             if self.config.prefix_cache_mb else None
         """Keys and values of earlier turns (None when turned off); its ``hits`` and ``reused_tokens`` count reuse."""
+        self.rows_cut = 0
+        """Rows stopped before their end because their stream's client left."""
         self._small = sum(p.numel() for p in model.parameters()) < 10_000_000  # counted once, not per batch
         self._arriving = 0  # requests rendering their prompt: the batcher waits for them (and only them)
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
@@ -142,8 +160,10 @@ class LocalBackend:
         from ._generation import generate_rows
 
         with _DECODING.using(self.decode_threads, self.config.decode_switch_s or 0.0):
-            return generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id, fast=self.config.fast_decode,
-                                 prefix=self.prefix_cache, version=self.version)
+            outputs = generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id,
+                                    fast=self.config.fast_decode, prefix=self.prefix_cache, version=self.version)
+        self.rows_cut += sum(out.cut for out in outputs)
+        return outputs
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """Render, queue, generate, and parse tool calls.
@@ -151,6 +171,55 @@ class LocalBackend:
         Raises:
             InvalidRequest: an option this backend cannot honour, a template error, or a prompt too long.
             BackendFailed: the model failed on this request.
+        """
+        prepared = await self._prepare(request)
+        outputs, batch = await self._batcher.submit(prepared.rows)
+        return self._result(request, prepared, outputs, batch)
+
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        """:meth:`chat`, as events: tokens are sent as they are sampled and decoded (see :mod:`._local_stream`);
+        closing the stream early stops its rows at the next step.
+
+        Raises:
+            InvalidRequest: as :meth:`chat` (before the first event).
+            BackendFailed: the model failed on this request.
+        """
+        prepared = await self._prepare(request)
+        feed = TokenFeed(len(prepared.rows))
+        rows = [dataclasses.replace(row, stream=feed.row(i)) for i, row in enumerate(prepared.rows)]
+        entries = self._entries_of_sampled(request) if request.sampling.logprobs else None
+        texts = [RowText(i, self._decode, entries, stop=request.sampling.stop, stop_ids=prepared.stop_ids,
+                         tools=_parses_tools(request)) for i in range(len(rows))]
+        job = asyncio.ensure_future(self._batcher.submit(rows))  # queued before the first event: batched as chat is
+        job.add_done_callback(lambda _: feed.wake())
+        try:
+            yield StreamStart(self.model_id, prepared.prompt, exact=True)
+            while not job.done():
+                await feed.ready.wait()
+                for text, sampled in zip(texts, feed.take(), strict=True):
+                    delta = text.add(sampled) if sampled else None
+                    if delta is not None:
+                        yield delta
+            outputs, batch = job.result()
+            result = self._result(request, prepared, outputs, batch)
+            for text, choice in zip(texts, result.choices, strict=True):
+                rest = text.finish(choice)
+                if rest.content or rest.tool_calls or rest.token_ids:
+                    yield rest
+            yield result
+        finally:
+            if not job.done():  # the client left: free its rows (running ones stop at the next step)
+                feed.cancel()
+                job.cancel()
+
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    async def _prepare(self, request: ChatRequest) -> _Prepared:
+        """Check, render and guide a request into its rows.
+
+        Raises:
+            InvalidRequest: an option this backend cannot honour, a template error, or a prompt too long.
         """
         from ._generation import Row
 
@@ -170,19 +239,24 @@ class LocalBackend:
         seed = params.seed if params.seed is not None else secrets.randbits(63)
         stop_ids = self.eos_ids | frozenset(params.stop_token_ids)
         rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids, guide) for i in range(params.n)]
-        render_s = time.perf_counter() - start
-        outputs, batch = await self._batcher.submit(rows)
-        parse_tools = bool(request.tools) and request.tool_choice != "none"
+        return _Prepared(rows, prompt, continued, time.perf_counter() - start, max_new, seed, stop_ids)
+
+    def _result(self, request: ChatRequest, prepared: _Prepared, outputs: list[Any], batch: Any) -> ChatResult:
+        """The answer from the rows' outputs (a row's error is raised)."""
+        params, parse_tools = request.sampling, _parses_tools(request)
         choices = [self._choice(out, request, parse_tools) for out in outputs]
+        guide = prepared.rows[0].guide if prepared.rows else None
         if guide is not None:
-            self._remember_guide(prompt, outputs, guide)
-        used = {**params.to_json(), "max_tokens": max_new, "seed": seed, "stop_token_ids": sorted(stop_ids)}
-        info: dict[str, Any] = {"backend": "local", "policy_version": self.version, "continued_from": continued,
-                "batch_rows": batch.batch_rows,
-                "timings": {"render_s": render_s, "queue_s": batch.queue_s, "generate_s": batch.generate_s}}
+            self._remember_guide(prepared.prompt, outputs, guide)
+        used = {**params.to_json(), "max_tokens": prepared.max_new, "seed": prepared.seed,
+                "stop_token_ids": sorted(prepared.stop_ids)}
+        info: dict[str, Any] = {"backend": "local", "policy_version": self.version,
+                                "continued_from": prepared.continued, "batch_rows": batch.batch_rows,
+                                "timings": {"render_s": prepared.render_s, "queue_s": batch.queue_s,
+                                            "generate_s": batch.generate_s}}
         if request.constraint is not None:  # logprobs are of the masked distribution (see _generation)
             info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
-        return ChatResult(self.model_id, choices, prompt, exact=True, sampling_used=used, info=info)
+        return ChatResult(self.model_id, choices, prepared.prompt, exact=True, sampling_used=used, info=info)
 
     def _remember_guide(self, prompt: list[int], outputs: list[Any], guide: Any) -> None:
         with self._guided_lock:  # read by a trainer's thread
@@ -270,6 +344,12 @@ class LocalBackend:
         return choice
 
     def _openai_logprobs(self, out: Any, request: ChatRequest) -> dict[str, Any]:
+        tops = out.top_logprobs or [[] for _ in out.token_ids]
+        sampled = list(zip(out.token_ids, out.logprobs, tops, strict=True))
+        return {"content": self._entries_of_sampled(request)(sampled)}
+
+    def _entries_of_sampled(self, request: ChatRequest) -> Any:
+        """``sampled -> OpenAI logprobs.content entries`` for this request (token text, or ``token_id:<id>``)."""
         as_ids = request.return_tokens_as_token_ids
 
         def entry(token: int, logprob: float) -> dict[str, Any]:
@@ -277,12 +357,11 @@ class LocalBackend:
             text = f"token_id:{token}" if as_ids else raw.decode("utf-8", errors="replace")
             return {"token": text, "logprob": logprob, "bytes": list(raw)}
 
-        content = []
-        for i, (token, logprob) in enumerate(zip(out.token_ids, out.logprobs, strict=True)):
-            item = entry(token, logprob)
-            item["top_logprobs"] = [entry(t, lp) for t, lp in out.top_logprobs[i]] if out.top_logprobs else []
-            content.append(item)
-        return {"content": content}
+        def entries(sampled: list[Sampled]) -> list[dict[str, Any]]:
+            return [{**entry(token, logprob), "top_logprobs": [entry(t, lp) for t, lp in top]}
+                    for token, logprob, top in sampled]
+
+        return entries
 
     async def aclose(self) -> None:
         """Stop the batching task and its thread (the model stays loaded)."""
@@ -337,6 +416,10 @@ GUIDED_TURNS_KEPT = 16384
 
 def _turn_key(prompt: Sequence[int], completion: Sequence[int]) -> int:
     return hash((tuple(prompt), tuple(completion)))
+
+
+def _parses_tools(request: ChatRequest) -> bool:
+    return bool(request.tools) and request.tool_choice != "none"
 
 
 def _check_supported(request: ChatRequest) -> None:

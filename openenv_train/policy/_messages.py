@@ -12,9 +12,11 @@ from typing import Any
 
 from ._errors import InvalidRequest
 
-__all__ = ["messages_extend", "normalise_message", "normalise_messages", "parse_tool_calls", "reply_message"]
+__all__ = ["TOOL_CALL_OPEN", "messages_extend", "normalise_message", "normalise_messages", "parse_tool_calls", "reply_message"]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+#: Where a tool call starts in a completion's text.
+TOOL_CALL_OPEN = "<tool_call>"
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 

@@ -84,6 +84,28 @@ def _tool_choice(body: Mapping[str, Any]) -> str | dict[str, Any] | None:
                          f"{{'name': ...}}}}, got {choice!r}", param="tool_choice")
 
 
+def _stream_options(body: Mapping[str, Any], stream: bool) -> bool:
+    """``stream_options.include_usage``, the only stream option (OpenAI's and vLLM's rules for where it may be)."""
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not stream:
+        raise InvalidRequest("'stream_options' is only allowed with 'stream': true; drop it or set 'stream': true",
+                             param="stream_options")
+    if not isinstance(options, Mapping):
+        raise InvalidRequest(f"'stream_options' must be an object such as {{'include_usage': true}}, got {options!r}",
+                             param="stream_options")
+    unknown = sorted(str(k) for k in options if k != "include_usage")
+    if unknown:
+        raise InvalidRequest(f"'stream_options.{unknown[0]}' is not supported; the only stream option is "
+                             "'include_usage' (true or false)", param="stream_options")
+    value = options.get("include_usage")
+    if value is not None and not isinstance(value, bool):
+        raise InvalidRequest(f"'stream_options.include_usage' must be true or false, got {value!r}",
+                             param="stream_options")
+    return bool(value)
+
+
 def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
     """Validate a ``/v1/chat/completions`` body into a :class:`ChatRequest`.
 
@@ -93,13 +115,13 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
     0.0
 
     Raises:
-        InvalidRequest: the body is not an object, a field has the wrong type or range, streaming is asked, or a
-            constraint (``guided_choice``, ``guided_regex``, ``structured_outputs``) is malformed.
+        InvalidRequest: the body is not an object, a field has the wrong type or range (``stream_options`` included),
+            or a constraint (``guided_choice``, ``guided_regex``, ``structured_outputs``) is malformed.
     """
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object with 'messages'")
-    if body.get("stream"):
-        raise InvalidRequest("streaming is not supported by this endpoint; send 'stream': false", param="stream")
+    stream = _bool(body, "stream")
+    include_usage = _stream_options(body, stream)
     messages = normalise_messages(body.get("messages"))
     logprobs = _bool(body, "logprobs")
     top_logprobs = _int(body, "top_logprobs", 0, 20) or 0
@@ -140,6 +162,8 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
         chat_template_kwargs=kwargs,
         body=body,
         constraint=parse_constraint(body),
+        stream=stream,
+        include_usage=include_usage,
     )
 
 

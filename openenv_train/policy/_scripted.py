@@ -10,12 +10,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ._constraints import CONSTRAINT_FIELDS
 from ._errors import InvalidRequest
-from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend
+from ._streaming import stream_chat
+from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend, StreamEvent
 
 __all__ = ["FixedSampling", "ScriptedBackend"]
 
@@ -99,6 +100,13 @@ class FixedSampling:
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         """The wrapped backend's answer with the fixed sampling options."""
+        return await self.backend.chat(self._fixed(request))
+
+    def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        """The wrapped backend's streamed answer with the fixed sampling options (whole, if it does not stream)."""
+        return stream_chat(self.backend, self._fixed(request))
+
+    def _fixed(self, request: ChatRequest) -> ChatRequest:
         body = {**request.body, **{k: list(v) if isinstance(v, tuple) else v for k, v in self.overrides.items()}}
         if "max_tokens" in self.overrides:
             body.pop("max_completion_tokens", None)  # an upstream backend forwards the body: no conflicting cap
@@ -107,9 +115,8 @@ class FixedSampling:
             constraint = None
             for name in CONSTRAINT_FIELDS:
                 body.pop(name, None)
-        return await self.backend.chat(dataclasses.replace(
-            request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body,
-            constraint=constraint))
+        return dataclasses.replace(request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body,
+                                   constraint=constraint)
 
     async def aclose(self) -> None:
         """Close the wrapped backend."""

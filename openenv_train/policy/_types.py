@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
-    "ChatChoice", "ChatRequest", "ChatResult", "Constraint", "Continuation", "FinishReason", "PolicyBackend",
-    "SamplingParams",
+    "ChatChoice", "ChatRequest", "ChatResult", "ChoiceDelta", "Constraint", "Continuation", "FinishReason",
+    "PolicyBackend", "SamplingParams", "StreamEvent", "StreamStart", "StreamingBackend",
 ]
 
-FinishReason = Literal["stop", "length", "tool_calls"]
+#: Why a completion ended; ``"abort"`` (vLLM's name) marks a streamed reply cut short by its client leaving.
+FinishReason = Literal["stop", "length", "tool_calls", "abort"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,10 @@ class ChatRequest:
     continuation: Continuation | None = None
     constraint: Constraint | None = None
     """Constrained decoding asked for (``guided_choice``/``guided_regex``/``structured_outputs``), or None."""
+    stream: bool = False
+    """Answer with server-sent events (``chat.completion.chunk``) instead of one body."""
+    include_usage: bool = False
+    """With ``stream``: end with a chunk carrying ``usage`` (``stream_options.include_usage``)."""
 
 
 @dataclass
@@ -146,6 +152,40 @@ class ChatResult:
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+@dataclass(frozen=True)
+class StreamStart:
+    """The first event of a streamed answer: what is known before the first token."""
+
+    model: str
+    prompt_token_ids: list[int] | None = None
+    """The tokens the model is fed; None when the backend cannot tell (yet)."""
+    exact: bool = False
+    """Whether the deltas' token ids and logprobs are the ones the model sampled."""
+
+
+@dataclass(frozen=True)
+class ChoiceDelta:
+    """A piece of one choice's reply, in order: text, tool-call deltas and the tokens behind them.
+
+    The deltas of a choice add up to its final message (``content`` concatenated; ``tool_calls`` merged by
+    ``index`` as OpenAI's clients do), token ids and logprobs.
+    """
+
+    index: int
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """OpenAI tool-call deltas (``index``, then ``id``/``type``/``function.name`` once, ``function.arguments``)."""
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    openai_logprobs: list[dict[str, Any]] | None = None
+    """OpenAI ``logprobs.content`` entries of these tokens, when the request asked for logprobs."""
+
+
+#: What :meth:`StreamingBackend.stream` yields: one :class:`StreamStart`, the deltas, then the whole
+#: :class:`ChatResult` (the same one ``chat`` would have returned).
+StreamEvent = StreamStart | ChoiceDelta | ChatResult
+
+
 @runtime_checkable
 class PolicyBackend(Protocol):
     """What :class:`~openenv_train.policy.PolicyServer` serves: anything that answers chat requests."""
@@ -165,4 +205,19 @@ class PolicyBackend(Protocol):
 
     async def aclose(self) -> None:
         """Release threads, connections and tasks."""
+        ...
+
+
+@runtime_checkable
+class StreamingBackend(Protocol):
+    """A backend that can also answer piece by piece (a backend without it is streamed as one piece)."""
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Answer one request as events: a :class:`StreamStart`, :class:`ChoiceDelta` pieces, the :class:`ChatResult`.
+
+        Closing the iterator early (its client left) stops the generation.
+
+        Raises:
+            PolicyError: as :meth:`PolicyBackend.chat`.
+        """
         ...

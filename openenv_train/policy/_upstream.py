@@ -3,18 +3,21 @@
 It asks for token ids where the server may give them (vLLM's ``return_token_ids``, ``logprobs``; our own
 endpoint always returns ``prompt_token_ids``, ``token_ids`` and ``token_logprobs``). A server that rejects
 those extras is asked plainly from then on. An answer without exact ids is still served, and its turn is
-marked ``rollout_type="eval"``: it can be scored and evaluated, not trained on.
+marked ``rollout_type="eval"``: it can be scored and evaluated, not trained on. A streamed request is forwarded
+as a stream: each upstream chunk is passed on as it arrives, and the answer is the chunks added up.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._chat import ChatClient, ChatTransportError
+from ._chat import ChatClient, ChatStream, ChatTransportError
 from ._errors import InvalidRequest, UpstreamFailed
-from ._types import ChatChoice, ChatRequest, ChatResult
+from ._streaming import DeltaFold
+from ._types import ChatChoice, ChatRequest, ChatResult, ChoiceDelta, StreamEvent, StreamStart
 
 __all__ = ["UpstreamBackend", "UpstreamConfig"]
 
@@ -93,6 +96,74 @@ class UpstreamBackend:
                 "timings": {"upstream_s": time.perf_counter() - start}}
         return _result(data, request, sent=body, info=info)
 
+    async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Forward one request as a stream (asking for usage and token ids as :meth:`chat` does); closing this
+        stream closes the upstream one.
+
+        Raises:
+            InvalidRequest: the upstream refused the request (4xx), before the first event.
+            UpstreamFailed: the upstream failed, timed out, could not be reached, or broke off its stream.
+        """
+        start = time.perf_counter()
+        body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
+        body["model"] = self.model or body.get("model") or await self._first_model()
+        plain = {**body, "stream": True}
+        tries = [{**self._with_extras(body, request), "stream": True, "stream_options": {"include_usage": True}},
+                 plain] if self.extras_ok else [plain]
+        for attempt, payload in enumerate(tries):
+            try:
+                async with self._chat.stream(payload) as reply:
+                    if reply.status >= 400:
+                        data = (await reply.body()).data
+                        if reply.status == 400 and attempt + 1 < len(tries):
+                            continue
+                        raise _refusal(reply.status, data if data is not None else {"error": {"message": ""}})
+                    if attempt:
+                        self.extras_ok = False  # the server refuses the extras, not the request
+                    async for event in self._forward(reply, request, body, start):
+                        yield event
+                    return
+            except ChatTransportError as exc:
+                url = self._chat.chat_url
+                if exc.timed_out:
+                    raise UpstreamFailed(f"{url} did not answer within {self.config.timeout_s:g}s") from None
+                raise UpstreamFailed(f"cannot reach {url}, or its stream broke off: {exc.kind}: {exc.detail}") from None
+
+    async def _forward(self, reply: ChatStream, request: ChatRequest, sent: dict[str, Any],
+                       start: float) -> AsyncGenerator[StreamEvent, None]:
+        """Pass each upstream chunk on as deltas, then the answer they add up to."""
+        fold, finish = DeltaFold(), dict[int, Any]()
+        head: dict[str, Any] = {"id": None, "model": None, "prompt_token_ids": None, "usage": None}
+        began = False
+        async for chunk in _chunks(reply):
+            for key in ("id", "model", "prompt_token_ids", "usage"):
+                head[key] = chunk.get(key) or head[key]
+            for raw in chunk.get("choices") or ():
+                head["prompt_token_ids"] = raw.get("prompt_token_ids") or head["prompt_token_ids"]
+            if not began:
+                began = True
+                yield StreamStart(str(head["model"] or sent["model"]), head["prompt_token_ids"],
+                                  exact=isinstance(head["prompt_token_ids"], list))
+            for raw in chunk.get("choices") or ():
+                index = int(raw.get("index") or 0)
+                finish[index] = raw.get("finish_reason") or finish.get(index)
+                delta = _delta(index, raw)
+                if delta.content or delta.tool_calls or delta.token_ids or delta.logprobs:
+                    fold.add(delta)
+                    yield delta
+        if not began:
+            raise UpstreamFailed("the upstream stream ended without a chunk")
+        choices = []
+        for index in sorted(finish):
+            ids, logprobs, entries = fold.tokens(index)
+            choices.append({"index": index, "message": fold.message(index), "finish_reason": finish[index] or "stop",
+                            "logprobs": {"content": entries} if entries is not None else None,
+                            "token_ids": ids or None, "token_logprobs": logprobs or None})
+        data = {**head, "choices": choices}
+        info = {"backend": "upstream", "upstream": self.base_url, "upstream_id": head["id"],
+                "timings": {"upstream_s": time.perf_counter() - start}}
+        yield _result(data, request, sent=sent, info=info)
+
     def _with_extras(self, body: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
         out = {**body, "logprobs": True, "return_token_ids": True}
         if not request.sampling.logprobs:  # the caller sees no logprobs, so token text does not matter
@@ -118,6 +189,32 @@ def _refusal(status: int, data: Any) -> Exception:
     if status in (400, 404, 413, 422):
         return InvalidRequest(f"the upstream server refused the request ({status}): {message}", code=f"upstream_{status}")
     return UpstreamFailed(f"the upstream server failed ({status}): {message}", upstream_status=status)
+
+
+async def _chunks(reply: ChatStream) -> AsyncGenerator[dict[str, Any], None]:
+    """The upstream's chunks; an error event or a chunk that is not JSON ends the stream with UpstreamFailed."""
+    try:
+        async for chunk in reply.events():
+            if not isinstance(chunk, dict):
+                raise UpstreamFailed(f"the upstream sent a stream event that is not an object: {str(chunk)[:300]}")
+            if chunk.get("error") is not None:
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else error
+                raise UpstreamFailed(f"the upstream stream failed: {str(message)[:500]}")
+            yield chunk
+    except ValueError as exc:
+        raise UpstreamFailed(f"the upstream sent a stream event that is not JSON: {exc}") from None
+
+
+def _delta(index: int, raw: dict[str, Any]) -> ChoiceDelta:
+    """One upstream chunk's choice as a delta, with its token ids where the upstream gives them."""
+    delta = raw.get("delta") or {}
+    ids_lp, values = _ids_from_logprobs(raw.get("logprobs"))
+    logprobs = raw.get("logprobs")
+    entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return ChoiceDelta(index, delta.get("content"), delta.get("tool_calls") or None,
+                       list(raw.get("token_ids") or ids_lp or []), list(raw.get("token_logprobs") or values or []),
+                       list(entries) if isinstance(entries, list) else None)
 
 
 def _ids_from_logprobs(logprobs: Any) -> tuple[list[int] | None, list[float] | None]:

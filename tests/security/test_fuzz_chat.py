@@ -21,7 +21,7 @@ FUZZ = settings(max_examples=50, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "stop", "seed", "logprobs",
                  "top_logprobs", "top_k", "stop_token_ids", "stream", "tools", "tool_choice", "chat_template_kwargs",
-                 "return_tokens_as_token_ids", "model", "frequency_penalty", "user", "response_format")
+                 "return_tokens_as_token_ids", "model", "frequency_penalty", "user", "response_format", "stream_options")
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 scalars = (st.none() | st.booleans() | st.integers(-(2**66), 2**66)
@@ -57,6 +57,8 @@ field_values = {
     "seed": st.integers() | json_values, "top_logprobs": small_ints | json_values,
     "stop_token_ids": st.lists(st.integers(-5, 10**12), max_size=3) | json_values,
     "tools": tools, "tool_choice": st.sampled_from(["none", "auto", "required"]) | json_values,
+    "stream": st.booleans() | json_values,
+    "stream_options": st.fixed_dictionaries({}, optional={"include_usage": st.booleans() | json_values}) | json_values,
 }
 
 
@@ -84,6 +86,10 @@ def _bounded(body: Any) -> Any:
 
 def check_reply(status: int, reply: Any, sent: Any) -> None:
     assert status != 500 and status < 500, (status, reply, sent)
+    if status == 200 and isinstance(reply, list):  # a stream: chunks, then [DONE]
+        assert reply and reply[-1] == "[DONE]" and reply[0]["object"] == "chat.completion.chunk", reply
+        assert all(set(c) == {"error"} or c["object"] == "chat.completion.chunk" for c in reply[:-1]), reply
+        return
     if status == 200:
         assert reply["object"] == "chat.completion" and reply["choices"], reply
         return
@@ -115,6 +121,9 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def _post(client: Any, content: bytes) -> tuple[int, Any]:
     reply = client.post("/v1/chat/completions", content=content, headers={"content-type": "application/json"})
+    if reply.headers.get("content-type") == "text/event-stream":
+        events = [e.removeprefix("data: ") for e in reply.text.split("\n\n") if e]
+        return reply.status_code, [e if e == "[DONE]" else json.loads(e) for e in events]
     try:
         return reply.status_code, reply.json()
     except ValueError:
