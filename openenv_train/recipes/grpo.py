@@ -5,10 +5,11 @@
 
 1. Env servers (catalog name, ``module:Class``, or ``env=http://...`` for a running server) and a Ray pool.
 2. The tiny offline model (character tokens; or ``model.path=...``).
-3. The untrained policy, greedy, on held-out reset seeds (``eval.seed`` and up; training seeds are below it).
+3. The untrained policy on held-out reset seeds (``eval.seed`` and up; training seeds are below it), sampled at
+   ``eval.temperature`` (1.0: the policy GRPO trains) and greedily.
 4. GRPO: each step plays ``grpo.prompts_per_step`` training seeds ``grpo.num_generations`` times; the reward is
    the env's. Replies are restricted to the env's legal actions where it publishes them (``guided_choice``).
-5. The trained policy on the same held-out seeds.
+5. The trained policy on the same held-out seeds, the same two ways.
 6. ``runs/grpo-<env>/``: traces, checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``
    (per phase the mean reward with its 95% CI under ``phases.<phase>.reward``; the paired difference under
    ``steps["untrained->grpo"]``).
@@ -34,13 +35,15 @@ from ._games import Games, GamesFailed, check_games, sandbox_setting
 from ._grpo import GRPOSection, train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState
+from ._stats import paired_difference
 from ._training import ModelSection, load_model, quiet_libraries
 from ._wordle_config import recipe_pool
 
 __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
 
 console = Console()
-LABELS = {"untrained": "untrained", "grpo": "after GRPO"}
+LABELS = {"untrained": "untrained", "grpo": "after GRPO", "untrained_greedy": "untrained, greedy",
+          "grpo_greedy": "after GRPO, greedy"}
 
 
 @dataclass
@@ -67,6 +70,11 @@ class EvalSection:
 
     episodes: int = 100
     """Held-out episodes: reset seeds ``seed`` .. ``seed + episodes - 1``."""
+    temperature: float = 1.0
+    """Sampling temperature of the compared evaluations: the policy GRPO trains is the one it samples from (an
+    untrained model's greedy moves are one arbitrary fixed policy); the greedy ones are reported beside them."""
+    greedy: bool = True
+    """Also evaluate greedily (``untrained_greedy``, ``grpo_greedy``), with their own paired difference."""
     seed: int = 1_000_000
     """First held-out reset seed; GRPO trains on seeds below it."""
     bootstrap_resamples: int = 2000
@@ -143,8 +151,9 @@ def _evaluate(games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: 
     if phase in state.data["evals"]:
         return state.data["evals"][phase]  # type: ignore[no-any-return]
     model.eval()
-    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0, max_tokens=cfg.grpo.per_turn_tokens,
-                            constrained=cfg.episode.constrained)
+    temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
+    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
+                            max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
     rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}")
     check_games(rows, f"the {LABELS[phase]} evaluation", out)
     result = phase_summary([_episode_metrics(r) for r in rows], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
@@ -177,7 +186,8 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
         model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
         console.print(f"{cfg.env}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
                       f"{pool.num_actors} actors x {pool.sessions_per_actor} sessions")
-        _evaluate(games, model, tokenizer, cfg, "untrained", out, state, metrics)
+        for phase in ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]:
+            _evaluate(games, model, tokenizer, cfg, phase, out, state, metrics)
         final = out / "checkpoints" / "final"
         if state.done("grpo"):
             model = AutoModelForCausalLM.from_pretrained(final)
@@ -187,15 +197,22 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
                                        reward_weights={"env": 1.0}, row_metrics=_episode_metrics, seed=cfg.seed,
                                        show_progress=cfg.show_progress, verbose=cfg.verbose)
             state.finish("grpo", budgets={"grpo": record})
-        _evaluate(games, model, tokenizer, cfg, "grpo", out, state, metrics)
+        for phase in ("grpo", "grpo_greedy")[:2 if cfg.eval.greedy else 1]:
+            _evaluate(games, model, tokenizer, cfg, phase, out, state, metrics)
     finally:
         games.close()
     evals = state.data["evals"]
-    extra = {"title": f"GRPO on {cfg.env}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
+    extra: dict[str, Any] = {"title": f"GRPO on {cfg.env}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
+             "eval_temperature": cfg.eval.temperature,
              "budgets": state.data.get("budgets", {}), "seconds_this_session": round(time.perf_counter() - started, 1),
              "config": config_to_dict(cfg)}
+    if "untrained_greedy" in evals and "grpo_greedy" in evals:
+        extra["greedy_untrained->grpo"] = paired_difference(
+            evals["grpo_greedy"]["per_task"]["reward"], evals["untrained_greedy"]["per_task"]["reward"],
+            resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
     summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
-                            resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+                            resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
+                            also=["untrained_greedy", "grpo_greedy"])
     plot_training(metrics.read(), out / "training.png", evals=evals, labels=LABELS)
     console.print((out / "summary.md").read_text())
     return summary

@@ -20,15 +20,15 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     assert code == 0
     out = tmp_path / "grpo-catch"
     summary = json.loads((out / "summary.json").read_text())
-    for phase in ("untrained", "grpo"):
+    for phase in ("untrained", "grpo", "untrained_greedy", "grpo_greedy"):
         reward = summary["phases"][phase]["reward"]
         assert reward["n"] == 4 and reward["ci_low"] <= reward["mean"] <= reward["ci_high"]
-    assert set(summary["steps"]) == {"untrained->grpo"}
+    assert set(summary["steps"]) == {"untrained->grpo"} and "greedy_untrained->grpo" in summary
     assert summary["budgets"]["grpo"]["steps"] == 2 and not summary["budgets"]["grpo"]["cut_short"]
     rows = read_traces(out)
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     held = [r for r in rows if r.episode_id.startswith("eval-")]
-    assert len(trained) == 2 * 2 * 2 and len(held) == 2 * 4
+    assert len(trained) == 2 * 2 * 2 and len(held) == 4 * 4
     # training seeds never reach the held-out ones
     assert {r.task["seed"] for r in trained}.isdisjoint({r.task["seed"] for r in held})
     # every move was one of the legal actions: the constraint restricts replies to them
