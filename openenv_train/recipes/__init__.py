@@ -1,5 +1,5 @@
-"""Runnable end-to-end jobs: ``python -m openenv_train.recipes.<name>`` (grpo_wordle, sft_from_traces, eval, collect,
-scripted_rollouts)."""
+"""Runnable end-to-end jobs: ``python -m openenv_train.recipes.<name>`` (grpo_wordle, grpo, sft_from_traces, eval,
+collect, scripted_rollouts)."""
 
 import os
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-__all__ = ["config_from_argv", "config_to_dict", "load_config"]
+__all__ = ["config_from_argv", "config_to_dict", "load_config", "load_run_config"]
 
 T = TypeVar("T")
 
@@ -143,6 +143,24 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
         return pydantic.TypeAdapter(cls).validate_python(_with_defaults(cls, values, None))
     except pydantic.ValidationError as exc:
         raise ValueError(_validation_message(exc)) from None
+
+
+def load_run_config(cls: type[T], parser: Any, config_path: str | None, overrides: list[str],
+                    resume: str | None) -> T:
+    """A recipe's config from ``--config`` and overrides; with ``resume``, the run folder's own ``config.yaml`` and
+    its place. Bad settings exit through ``parser.error`` (an ``argparse.ArgumentParser``) with the message."""
+    overrides = list(overrides)
+    if resume:
+        run_dir = Path(resume)
+        if not (run_dir / "config.yaml").exists():
+            parser.error(f"--resume {run_dir}: no config.yaml there (not a run directory of this recipe)")
+        config_path = config_path or str(run_dir / "config.yaml")
+        overrides += [f"output.dir={run_dir.parent}", f"output.name={run_dir.name}"]
+    try:
+        return load_config(cls, config_path, overrides)
+    except (ValueError, OSError) as exc:
+        parser.error(str(exc))
+        raise  # parser.error exits; this keeps type checkers informed
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import yaml
 from rich.console import Console
 
 from ..pool import PoolConfig
-from ._config import config_to_dict, load_config
+from ._config import config_to_dict, load_run_config
 from ._env_agent import ActionAgent
 from ._games import Games, GamesFailed, check_games, sandbox_setting
 from ._grpo import GRPOSection, train_grpo
@@ -226,17 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
     parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env=tic_tac_toe")
     args = parser.parse_args(argv)
-    overrides, config_path = list(args.overrides), args.config
-    if args.resume:
-        run_dir = Path(args.resume)
-        if not (run_dir / "config.yaml").exists():
-            parser.error(f"--resume {run_dir}: no config.yaml there (not a run directory of this recipe)")
-        config_path = config_path or str(run_dir / "config.yaml")
-        overrides += [f"output.dir={run_dir.parent}", f"output.name={run_dir.name}"]
-    try:
-        cfg = load_config(GrpoConfig, config_path, overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = load_run_config(GrpoConfig, parser, args.config, args.overrides, args.resume)
     logging.basicConfig(level=logging.WARNING)
     quiet_libraries(cfg.verbose)
     try:

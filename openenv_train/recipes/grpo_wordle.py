@@ -30,7 +30,7 @@ import yaml
 from rich.console import Console
 
 from ._budget import Budget, PhaseLine, budget_callback
-from ._config import load_config
+from ._config import load_run_config
 from ._games import GamesFailed, WordleGames, check_games
 from ._grpo import train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
@@ -282,17 +282,7 @@ def main(argv: list[str] | None = None) -> int:
              "output.name": args.name, "grpo.use_vllm": "true" if args.use_vllm else None,
              "model.unsloth": "true" if args.unsloth else None, "verbose": "true" if args.verbose else None}
     overrides += [f"{k}={v}" for k, v in flags.items() if v is not None]
-    config_path = args.config
-    if args.resume:
-        run_dir = Path(args.resume)
-        if not (run_dir / "config.yaml").exists():
-            parser.error(f"--resume {run_dir}: no config.yaml there (not a run directory of this recipe)")
-        config_path = config_path or str(run_dir / "config.yaml")
-        overrides += [f"output.dir={run_dir.parent}", f"output.name={run_dir.name}"]
-    try:
-        cfg = load_config(GrpoWordleConfig, config_path, overrides)
-    except (ValueError, OSError) as exc:
-        parser.error(str(exc))
+    cfg = load_run_config(GrpoWordleConfig, parser, args.config, overrides, args.resume)
     logging.basicConfig(level=logging.WARNING)
     quiet_libraries(cfg.verbose)
     try:
