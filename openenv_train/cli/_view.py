@@ -17,10 +17,11 @@ def view(
     port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8080,
 ) -> None:
     """Serve a trace viewer: episode table with filters, chat turns, env steps, logprob shading, curves."""
+    from ..envs import load_env_class
     from ..web import SourceError, ViewerServer
 
     try:
-        server = ViewerServer(source, host=host, port=port)
+        server = ViewerServer(source, host=host, port=port, env_class=load_env_class)
     except SourceError as exc:
         raise fail(str(exc), code=2) from None
     except OSError as exc:

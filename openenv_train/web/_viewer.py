@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -64,13 +65,16 @@ class ViewerServer:
         server.start()  # in a background thread; server.url is where to point a browser
         server.stop()
 
+    ``env_class`` (an env name to its class) lets episodes show each step's human view; see :class:`ViewerApi`.
+
     Raises:
         SourceError: the source holds no trace shards (from the constructor).
         OSError: the address cannot be bound (from the constructor).
     """
 
-    def __init__(self, source: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8080) -> None:
-        self.api = ViewerApi(TraceIndex(source))
+    def __init__(self, source: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8080,
+                 env_class: Callable[[str], Any] | None = None) -> None:
+        self.api = ViewerApi(TraceIndex(source), env_class=env_class)
         self.httpd = _Server((host, port), _Handler)
         self.httpd.api = self.api
         self._thread: threading.Thread | None = None

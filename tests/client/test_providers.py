@@ -25,8 +25,8 @@ from openenv_train.client import (
     docker_available,
     from_env,
 )
-from openenv_train.client._endpoint import http_get_json
 from openenv_train.core import ServerStartError
+from openenv_train.launch import http_get_json
 from tests.conftest import serve_process
 
 
