@@ -11,6 +11,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import OpenEnvTrainError
+
 __all__ = ["ChatClient", "ChatResponse", "ChatTransportError", "api_key_for"]
 
 
@@ -27,7 +29,7 @@ def api_key_for(session_id: str | None = None, token: str | None = None) -> str:
     return f"{token}:{session_id}" if session_id else token
 
 
-class ChatTransportError(Exception):
+class ChatTransportError(OpenEnvTrainError):
     """A request got no HTTP answer: refused, reset or timed out.
 
     Attributes:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..core import OpenEnvTrainError
 from ..http import Asset
 from ._dataset import EpisodeFilter, TraceIndex
 from ._static import read_static
@@ -29,7 +30,7 @@ _FIRST_SERIES = ("reward", "win_rate", "win", "loss")
 _NOT_SERIES = ("step", "time", "phase")
 
 
-class BadRequest(ValueError):
+class BadRequest(OpenEnvTrainError, ValueError):
     """A query parameter that cannot be used; the message names it and the expected form."""
 
 
