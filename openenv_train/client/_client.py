@@ -86,6 +86,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     Example:
         >>> import asyncio
+        >>> import openenv_train.envs  # the catalog: in-process servers find "counter" through it
         >>> from openenv_train.client import EnvClient
         >>> async def main():
         ...     async with await EnvClient.from_env("counter", provider="inprocess") as env:
