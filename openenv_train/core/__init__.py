@@ -10,7 +10,7 @@ from ._auth import (
     unauthorized_message,
     warn_if_exposed,
 )
-from ._catalog_hook import CatalogLookup, catalog_lookup, register_catalog
+from ._catalog_hook import CatalogLookup, catalog_lookup, catalog_registered, register_catalog
 from ._codec import (
     CLIENT_TYPES,
     SERVER_TYPES,
@@ -104,6 +104,7 @@ __all__ = [
     "ToolErrorType",
     "bearer_of",
     "catalog_lookup",
+    "catalog_registered",
     "config_argv",
     "config_options",
     "decode_client_message",

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._errors import EnvLoadError
 
-__all__ = ["CatalogLookup", "catalog_lookup", "register_catalog"]
+__all__ = ["CatalogLookup", "catalog_lookup", "catalog_registered", "register_catalog"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ _registered: list[CatalogLookup] = []
 def register_catalog(lookup: CatalogLookup) -> None:
     """Lend the catalog to the packages below it (``openenv_train.envs`` does on import)."""
     _registered[:] = [lookup]
+
+
+def catalog_registered() -> bool:
+    """Whether the catalog lent its lookup in this process (``openenv_train.envs`` is imported)."""
+    return bool(_registered)
 
 
 def catalog_lookup(env: str) -> CatalogLookup:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import catalog_lookup
+from ..core import catalog_lookup, catalog_registered
 
 __all__ = ["default_client_class", "register_default_client", "resolve_env"]
 
@@ -26,12 +26,8 @@ def default_client_class() -> type:
 
 def resolve_env(env: str) -> Any:
     """The Environment class of a ``module:Class`` path, or of a catalog name or env folder (through the catalog)."""
-    from ..server import load_class  # the server loads lazily: importing launch stays light
+    if ":" in env and not catalog_registered():
+        from ..server import load_class  # the server loads lazily: importing launch stays light
 
-    try:
-        lookup = catalog_lookup(env)
-    except Exception:
-        if ":" in env:
-            return load_class(env)
-        raise
-    return lookup.env_class(env)
+        return load_class(env)
+    return catalog_lookup(env).env_class(env)  # raises EnvLoadError (what to do) when the catalog is not loaded
