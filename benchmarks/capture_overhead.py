@@ -27,8 +27,8 @@ from pathlib import Path
 
 import httpx
 
-from openenv_train.harbor import CaptureStore, EnvInfo, TraceRow, TraceWriter, TrainingTrace, build_turn, load_dataset
 from openenv_train.policy import LocalBackend, PolicyServer, build_tiny_model
+from openenv_train.trace import CaptureStore, EnvInfo, TraceRow, TraceWriter, TrainingTrace, build_turn, load_dataset
 
 
 async def _batch(client: httpx.AsyncClient, url: str, key: str, requests: int, max_tokens: int) -> float:

@@ -15,7 +15,7 @@ import argparse
 import random
 import time
 
-from openenv_train.harbor import CaptureStore, build_turn
+from openenv_train.trace import CaptureStore, build_turn
 
 
 def play(sessions: int, turns: int, prompt_tokens: int, rng: random.Random) -> int:

@@ -25,8 +25,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from openenv_train.client import GenericEnvClient, LocalProcessProvider
+from openenv_train.client import GenericEnvClient
 from openenv_train.envs import list_envs, load_env_class
+from openenv_train.launch import LocalProcessProvider
 
 WORDS = ["crane", "slate", "pious", "dough", "brick", "lymph"]
 DIRECTIONS = ["up", "down", "left", "right"]

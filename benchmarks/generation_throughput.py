@@ -80,8 +80,8 @@ def client(args: argparse.Namespace) -> None:
 
 async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int,
                     separate: bool) -> dict[str, Any]:
-    from openenv_train.harbor import CaptureStore
     from openenv_train.policy import LocalBackend, PolicyServer
+    from openenv_train.trace import CaptureStore
 
     store = CaptureStore()
     async with PolicyServer(LocalBackend(model, tokenizer, model_id="tiny"), capture=store) as server:

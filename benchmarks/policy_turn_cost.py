@@ -45,9 +45,9 @@ async def _session(policy: Any, session: str, turns: int) -> None:
 
 def run(sessions: int, turns: int, profile: bool, max_tokens: int) -> dict[str, Any]:
     """Play the sessions; per-turn medians of the captured timings, and the cProfile text when asked."""
-    from openenv_train.harbor import CaptureStore
     from openenv_train.policy import FixedSampling, LocalBackend, PolicyServer, build_tiny_model
     from openenv_train.pool import ChatPolicy
+    from openenv_train.trace import CaptureStore
 
     with tempfile.TemporaryDirectory() as tmp:
         path = build_tiny_model(Path(tmp) / "tiny")

@@ -35,8 +35,8 @@ def greedy(observation: Any) -> dict[str, int]:
 
 def one_run(mode: str, episodes: int, actors: int, sessions: int, per_call: int) -> dict[str, Any]:
     """Play ``episodes`` in this process with ``write=mode``; throughput, rows written and peak RSS."""
-    from openenv_train.harbor import TraceWriter
     from openenv_train.pool import EpisodeSpec, RolloutPool, make_groups
+    from openenv_train.trace import TraceWriter
 
     def specs() -> Iterator[EpisodeSpec]:
         for i in range(episodes):
@@ -54,7 +54,7 @@ def one_run(mode: str, episodes: int, actors: int, sessions: int, per_call: int)
                 n += 1
                 ok += row.ok
             seconds = time.perf_counter() - start
-        from openenv_train.harbor import read_traces
+        from openenv_train.trace import read_traces
 
         written = len(read_traces(folder))
     return {"mode": mode, "episodes": n, "ok": ok, "written": written - warm, "seconds": round(seconds, 2),

@@ -52,7 +52,8 @@ async def _episode(client: Any, seed: int) -> None:
 
 
 async def _local_modes(env: str, episodes: int, sessions: int, sequential_episodes: int) -> dict[str, float]:
-    from openenv_train.client import GenericEnvClient, LocalProcessProvider
+    from openenv_train.client import GenericEnvClient
+    from openenv_train.launch import LocalProcessProvider
 
     provider = LocalProcessProvider(env, max_sessions=sessions + 4, env_vars={"PYTHONPATH": str(ROOT)})
     endpoint = await provider.start()

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from openenv_train.client import Endpoint, LocalProcessProvider
+from openenv_train.client import Endpoint
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.server import EnvServer, ServerConfig
 
 

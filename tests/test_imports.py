@@ -108,3 +108,81 @@ def test_no_import_cycles_between_modules() -> None:
     real = [c for c in cycles if len({m for m in c if not _is_package(m, modules)}) > 1
             or len({_package(m) for m in c}) > 1]
     assert not real, "import cycles (module-level imports):\n" + "\n".join(" -> ".join(c) for c in real)
+
+
+# -- the package order -------------------------------------------------------------------------------------------
+README = SRC.parent / "README.md"
+_LOADERS = {"import_module", "__import__", "lazy_attributes", "moved_names", "find_spec"}
+"""Calls whose string arguments name modules they import (``lazy_attributes``: lazy and moved names)."""
+
+
+def _package_order() -> list[str]:
+    """The packages of the README's layout table, lowest first (a row of several lists them in import order)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Layout"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    order: list[str] = []
+    for line in section.splitlines():
+        cells = line.split("|")
+        if len(cells) > 2 and "`" in cells[1]:
+            order += [name.strip().strip("`") for name in cells[1].split(",")]
+    return order
+
+
+def _references(importer: str, path: Path, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """Every module of the toolkit ``importer`` refers to: import statements anywhere (module level, functions,
+    ``TYPE_CHECKING``) and the module strings given to ``import_module``, ``lazy_attributes`` and the like."""
+    found = _imports(importer, path, modules, module_level_only=False)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _LOADERS:
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.startswith(ROOT + "."):
+                target = sub.value.partition(":")[0]
+                while target not in modules and "." in target:  # a name inside a module: its module
+                    target = target.rpartition(".")[0]
+                found.append((sub.lineno, target))
+    return found
+
+
+def test_the_readme_orders_every_package() -> None:
+    packages = {_package(name) for name in _modules()} - {""}
+    order = _package_order()
+    assert len(order) == len(set(order)), f"a package is listed twice in the README's layout: {order}"
+    assert set(order) == packages, (f"the README's layout lists {sorted(set(order) - packages)} that do not exist "
+                                    f"and misses {sorted(packages - set(order))}")
+
+
+def test_no_package_imports_a_package_above_it() -> None:
+    order = {name: rank for rank, name in enumerate(_package_order())}
+    modules = _modules()
+    bad = []
+    for importer, path in modules.items():
+        own = _package(importer)
+        for line, target in _references(importer, path, modules):
+            other = _package(target)
+            if own and other and own != other and order[other] > order[own]:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {own} imports {other}, which the README's "
+                           f"layout lists above it ({target})")
+    assert not bad, "imports against the package order (README, Layout):\n" + "\n".join(sorted(set(bad)))
+
+
+def test_no_circles_between_packages() -> None:
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for importer, path in modules.items():
+        own = _package(importer)
+        for _, target in _references(importer, path, modules):
+            if own and _package(target) and _package(target) != own:
+                graph.setdefault(own, set()).add(_package(target))
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in graph.get(start, ()))
+
+    circles = sorted(f"{a} -> {b} -> ... -> {a}" for a, targets in graph.items() for b in targets if reaches(b, a, {b}))
+    assert not circles, "packages that import each other (counting every import):\n" + "\n".join(circles)

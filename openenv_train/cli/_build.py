@@ -26,6 +26,7 @@ def build(
     docker: Annotated[str, typer.Option(help="Docker CLI to use.")] = "docker",
 ) -> None:
     """Build a Docker image that serves ENV (port 8000 by default; '--uds /sock/env.sock' for socket mode)."""
+    from .. import envs  # noqa: F401 - loading the catalog lends its lookup to write_context (containers)
     from ..containers import DEFAULT_BASE_IMAGE, build_image, default_tag, docker_available, write_context
 
     tag = tag or default_tag(env)

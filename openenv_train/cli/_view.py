@@ -17,14 +17,16 @@ def view(
     port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8080,
 ) -> None:
     """Serve a trace viewer: episode table with filters, chat turns, env steps, logprob shading, curves."""
+    from ..core import ServerStartError
+    from ..envs import load_env_class
     from ..web import SourceError, ViewerServer
 
     try:
-        server = ViewerServer(source, host=host, port=port)
+        server = ViewerServer(source, host=host, port=port, env_class=load_env_class)
     except SourceError as exc:
         raise fail(str(exc), code=2) from None
-    except OSError as exc:
-        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (--port 0 picks a free one)") from None
+    except ServerStartError as exc:
+        raise fail(str(exc)) from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"warning: the viewer has no authentication; anyone who can reach {host}:{port} can read these traces")
     rows = len(server.api.index.entries)
@@ -34,4 +36,4 @@ def view(
     except KeyboardInterrupt:
         pass
     finally:
-        server.httpd.server_close()
+        server.stop()

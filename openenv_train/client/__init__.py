@@ -1,71 +1,43 @@
-"""Clients of env servers (async, ``.sync()``, generic, MCP) and the :class:`Provider` protocol.
+"""Clients of env servers (async, ``.sync()``, generic, MCP) and the :class:`Provider` protocol they take.
 
-The providers that start servers live in :mod:`openenv_train.launch`; their names stay importable from here
-(``from openenv_train.client import LocalProcessProvider``), loaded on first use so that importing the client
-imports neither the server nor the catalog.
+The providers live in :mod:`openenv_train.launch` (below the client: ``EnvClient.from_env``,
+``from_docker_image`` and ``from_url`` start them). Their names still import from here for one release, with an
+:class:`~openenv_train.core.OpenEnvTrainDeprecationWarning` (``from openenv_train.launch import
+LocalProcessProvider`` is the place now); so does ``docker_available``, from :mod:`openenv_train.containers`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from ..core import lazy_attributes, moved_names
+from ..launch import Endpoint, Provider, http_get_json, register_default_client, wait_healthy, ws_url
 from ._client import ClientState, EnvClient, GenericEnvClient
-from ._endpoint import Endpoint, http_get_json, wait_healthy, ws_url
 from ._mcp_client import MCPToolClient, ToolCallError
-from ._provider import Provider
 from ._sync import SyncEnvClient
 from ._typed import TypedEnvClient, TypedMCPClient
 
-if TYPE_CHECKING:
-    from ..containers import docker_available
-    from ..launch import (
-        DockerLimits,
-        DockerProvider,
-        InProcessProvider,
-        LocalProcessProvider,
-        RemoteProvider,
-        UnixSocketProvider,
-        space_url,
-    )
-
 from_env = EnvClient.from_env
 
-_LAUNCH = frozenset({"DockerLimits", "DockerProvider", "InProcessProvider", "LocalProcessProvider", "RemoteProvider",
-                     "UnixSocketProvider", "space_url"})
+register_default_client(GenericEnvClient)  # DockerProvider.client() connects one when given no class
+
+__getattr__, __dir__ = lazy_attributes(__name__, moved={
+    **moved_names(["DockerLimits", "DockerProvider", "InProcessProvider", "LocalProcessProvider", "RemoteProvider",
+                   "UnixSocketProvider", "space_url"], "openenv_train.launch"),
+    "docker_available": "openenv_train.containers",
+})
 
 __all__ = [
     "ClientState",
-    "DockerLimits",
-    "DockerProvider",
     "Endpoint",
     "EnvClient",
     "GenericEnvClient",
-    "InProcessProvider",
-    "LocalProcessProvider",
     "MCPToolClient",
     "Provider",
-    "RemoteProvider",
     "SyncEnvClient",
     "ToolCallError",
     "TypedEnvClient",
     "TypedMCPClient",
-    "UnixSocketProvider",
-    "docker_available",
     "from_env",
     "http_get_json",
     "wait_healthy",
     "ws_url",
-    "space_url",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAUNCH:
-        from .. import launch
-
-        return getattr(launch, name)
-    if name == "docker_available":
-        from ..containers import docker_available
-
-        return docker_available
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

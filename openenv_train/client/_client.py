@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.protocol import State as WsState
 
 from ..core import (
+    TOKEN_ENV,
     ConnectionLost,
     ConnectTimeout,
     ErrorCode,
@@ -33,10 +34,17 @@ from ..core import (
     decode_server_message,
     encode_client_message,
 )
-from ._endpoint import Endpoint, ws_url
+from ..launch import (
+    DockerProvider,
+    Endpoint,
+    InProcessProvider,
+    LocalProcessProvider,
+    Provider,
+    RemoteProvider,
+    ws_url,
+)
 
 if TYPE_CHECKING:
-    from ._provider import Provider
     from ._sync import SyncEnvClient
 
 __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
@@ -44,8 +52,6 @@ __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
 log = logging.getLogger("openenv_train.client")
 
 ActT = TypeVar("ActT")
-#: Environment variable with the token sent to servers when no ``token`` argument is given.
-TOKEN_ENV = "OPENENV_TRAIN_TOKEN"  # the same name as openenv_train.server's, kept here to stay import-light
 ObsT = TypeVar("ObsT")
 StateT = TypeVar("StateT")
 C = TypeVar("C", bound="EnvClient[Any, Any, Any]")
@@ -80,6 +86,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     Example:
         >>> import asyncio
+        >>> import openenv_train.envs  # the catalog: in-process servers find "counter" through it
         >>> from openenv_train.client import EnvClient
         >>> async def main():
         ...     async with await EnvClient.from_env("counter", provider="inprocess") as env:
@@ -358,16 +365,12 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     @classmethod
     async def from_url(cls: type[C], url: str, **kwargs: Any) -> C:
         """Connect to a running server (any host, or a Hugging Face Space id ``owner/space``)."""
-        from ..launch import RemoteProvider
-
         return await cls(provider=RemoteProvider(url), **kwargs).connect()
 
     @classmethod
     async def from_docker_image(cls: type[C], image: str, *, port: int = 8000, env_vars: dict[str, str] | None = None,
                                 **kwargs: Any) -> C:
         """Run ``image`` with Docker, wait for ``/health`` and connect; ``close()`` removes the container."""
-        from ..launch import DockerProvider
-
         return await cls(provider=DockerProvider(image, container_port=port, env_vars=env_vars), **kwargs).connect()
 
     @classmethod
@@ -383,8 +386,6 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             token: (in ``kwargs``) the token the started server requires and the client sends; None uses
                 ``$OPENENV_TRAIN_TOKEN`` for both.
         """
-        from ..launch import InProcessProvider, LocalProcessProvider
-
         token = kwargs.get("token")  # the server started here requires the token the client sends
         if provider == "process":
             started: Provider = LocalProcessProvider(env, max_sessions=max_sessions, transport=transport,

@@ -22,7 +22,9 @@ class SyncEnvClient:
     """Blocking twin of an :class:`EnvClient`: every coroutine method becomes a plain call.
 
     Example:
-        >>> from openenv_train.client import GenericEnvClient, InProcessProvider
+        >>> import openenv_train.envs  # the catalog: in-process servers find "counter" through it
+        >>> from openenv_train.client import GenericEnvClient
+        >>> from openenv_train.launch import InProcessProvider
         >>> with GenericEnvClient(provider=InProcessProvider("counter")).sync() as env:
         ...     env.reset(target=1).observation["target"]
         1

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import EnvLoadError
+from ..core import EnvLoadError, catalog_lookup
 from ._deps import copy_installed, project_root, requirements
 
 __all__ = ["DEFAULT_BASE_IMAGE", "DEPS_MODES", "BuildContext", "write_context"]
@@ -40,9 +40,7 @@ class BuildContext:
 def _env_extra(env: str) -> tuple[str, ...]:
     if ":" in env:
         return ()
-    from ..envs import get_spec
-
-    return get_spec(env).dependencies
+    return catalog_lookup(env).dependencies(env)
 
 
 def _user_package(env: str) -> Path | None:
@@ -62,11 +60,14 @@ def _user_package(env: str) -> Path | None:
 
 
 def _check_env(env: str) -> None:
-    from ..envs import load_env_class
-
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
-    load_env_class(env)  # raises EnvLoadError with a useful message
+    if ":" in env:
+        from ..server import load_class
+
+        load_class(env)  # raises EnvLoadError with a useful message
+    else:
+        catalog_lookup(env).env_class(env)  # the catalog sits above containers: it lends its lookup
 
 
 def _deps_section(deps: str) -> str:

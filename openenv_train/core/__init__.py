@@ -10,6 +10,7 @@ from ._auth import (
     unauthorized_message,
     warn_if_exposed,
 )
+from ._catalog_hook import CatalogLookup, catalog_lookup, catalog_registered, register_catalog
 from ._codec import (
     CLIENT_TYPES,
     SERVER_TYPES,
@@ -39,6 +40,7 @@ from ._errors import (
     ServerStartError,
     SessionFailed,
 )
+from ._lazy import REMOVED_IN, OpenEnvTrainDeprecationWarning, lazy_attributes, moved_names
 from ._loop import EventLoopThread, LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
@@ -62,6 +64,7 @@ from ._types import Action, EnvMetadata, Observation, State, StepResult, observa
 __all__ = [
     "CLIENT_TYPES",
     "POLICY_TOKEN_ENV",
+    "REMOVED_IN",
     "RESERVED_TOOL_NAMES",
     "SERVER_TYPES",
     "TOKEN_ENV",
@@ -69,6 +72,7 @@ __all__ = [
     "CallToolAction",
     "CallToolObservation",
     "CapacityError",
+    "CatalogLookup",
     "ClientError",
     "ClientMessage",
     "ConfigOption",
@@ -85,6 +89,7 @@ __all__ = [
     "ListToolsObservation",
     "LoopThread",
     "Observation",
+    "OpenEnvTrainDeprecationWarning",
     "OpenEnvTrainError",
     "ProtocolError",
     "ReplyTimeout",
@@ -98,6 +103,8 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "bearer_of",
+    "catalog_lookup",
+    "catalog_registered",
     "config_argv",
     "config_options",
     "decode_client_message",
@@ -109,11 +116,14 @@ __all__ = [
     "encode_server_message",
     "is_loopback",
     "jsonrpc_error",
+    "lazy_attributes",
     "jsonrpc_result",
     "loads",
+    "moved_names",
     "observation_to_wire",
     "option",
     "parse_jsonrpc_request",
+    "register_catalog",
     "resolve_token",
     "run_on_loop",
     "token_matches",

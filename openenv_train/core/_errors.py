@@ -14,6 +14,11 @@
     │   └── SessionFailed        a call on a session that failed earlier
     ├── EnvLoadError             an env name or ``module:Class`` path does not resolve
     └── ServerStartError         a server could not start (port in use, bad config, no health)
+
+Each package's errors hang under the same root (``TraceError``, ``SandboxError``, ``PolicyError``, ``PoolError``,
+``HarborError``, ``JudgeError``, and single classes such as ``ToolCallFailed`` or ``ChatTransportError``); one that
+is also a built-in kind keeps it as a second base (``BadRequest(OpenEnvTrainError, ValueError)``), so existing
+``except ValueError`` still works. ``tests/test_errors.py`` checks every exception class of the package.
 """
 
 from __future__ import annotations

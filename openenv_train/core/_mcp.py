@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ._errors import OpenEnvTrainError
 from ._types import Action, Observation
 
 __all__ = [
@@ -92,7 +93,7 @@ class JsonRpcCode(enum.IntEnum):
     SERVER_ERROR = -32000
 
 
-class JsonRpcError(Exception):
+class JsonRpcError(OpenEnvTrainError):
     """A JSON-RPC failure that becomes an ``error`` response."""
 
     def __init__(self, code: JsonRpcCode, message: str, data: Any = None) -> None:

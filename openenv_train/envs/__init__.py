@@ -4,6 +4,7 @@ Env folders in OpenEnv's layout (``openenv.yaml``) load too, whether their app i
 OpenEnv ``create_app`` app (``load_env_folder``, ``wrap_openenv_app``).
 """
 
+from ..core import CatalogLookup, register_catalog
 from ._catalog import CATALOG, EnvSpec, get_spec, is_env_folder, list_envs, load_env_class, register
 from ._openenv import OpenEnvObservation, find_openenv_server, load_env_folder, wrap_openenv_app, wrap_openenv_env
 
@@ -21,3 +22,6 @@ __all__ = [
     "wrap_openenv_app",
     "wrap_openenv_env",
 ]
+
+# the in-process provider and the image builder sit below the catalog: lend them its lookup
+register_catalog(CatalogLookup(load_env_class, lambda name: get_spec(name).dependencies))

@@ -21,6 +21,7 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageU
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 
+from .. import envs  # noqa: F401 - loading the catalog lends InProcessProvider (below it) its env names
 from ..client import GenericEnvClient
 from ..launch import InProcessProvider, RemoteProvider
 from ..rubrics import Rubric

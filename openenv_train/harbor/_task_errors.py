@@ -3,24 +3,26 @@ class name, so these names are part of the trace data.
 
 ::
 
-    HarborError
-    └── TaskError                   a Harbor task could not be run to a reward
-        ├── TaskFormatError         a task folder is malformed: a required file is missing, task.toml is bad
-        ├── EnvironmentSetupError   the task's workspace could not be built (Dockerfile step, no sandbox)
-        │   └── McpServerError      an MCP server the task declares did not start or list its tools
-        ├── AgentTimeoutError       the agent ran past ``[agent] timeout_sec``
-        ├── VerifierTimeoutError    tests/test.sh ran past ``[verifier] timeout_sec``
-        ├── RewardFileError         the verifier wrote no reward file, or one that does not parse
-        ├── ModelCallError          the policy endpoint failed or answered something that is not a completion
-        └── UnsupportedTaskFeature  the task needs something this runner does not do yet (e.g. docker-compose)
+    OpenEnvTrainError
+    └── HarborError                     root of the errors of ``openenv_train.harbor``
+        └── TaskError                   a Harbor task could not be run to a reward
+            ├── TaskFormatError         a task folder is malformed: a required file is missing, task.toml is bad
+            ├── EnvironmentSetupError   the task's workspace could not be built (Dockerfile step, no sandbox)
+            │   └── McpServerError      an MCP server the task declares did not start or list its tools
+            ├── AgentTimeoutError       the agent ran past ``[agent] timeout_sec``
+            ├── VerifierTimeoutError    tests/test.sh ran past ``[verifier] timeout_sec``
+            ├── RewardFileError         the verifier wrote no reward file, or one that does not parse
+            ├── ModelCallError          the policy endpoint failed or answered something that is not a completion
+            └── UnsupportedTaskFeature  the task needs something this runner does not do yet (e.g. docker-compose)
 """
 
 from __future__ import annotations
 
-from ..trace import HarborError
+from ..core import OpenEnvTrainError
 
 __all__ = [
     "AgentTimeoutError",
+    "HarborError",
     "EnvironmentSetupError",
     "McpServerError",
     "ModelCallError",
@@ -30,6 +32,10 @@ __all__ = [
     "UnsupportedTaskFeature",
     "VerifierTimeoutError",
 ]
+
+
+class HarborError(OpenEnvTrainError):
+    """Root of the errors of ``openenv_train.harbor``."""
 
 
 class TaskError(HarborError):

@@ -18,7 +18,7 @@ from ._tasks import TaskSet
 
 __all__ = ["Handler", "HttpRequest", "HttpResponse", "HttpServer"]
 
-log = logging.getLogger("openenv_train.policy")
+log = logging.getLogger("openenv_train.http")
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse | HttpStream]]
@@ -49,7 +49,7 @@ class _Connection(HttpConnection):
         return self.server.handler(request)
 
     def on_answer_failed(self, exc: Exception) -> HttpResponse:
-        log.exception("policy endpoint handler failed")
+        log.exception("%s: handler failed", self.server.name)
         return self.server.error_response(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
@@ -64,11 +64,13 @@ class HttpServer:
         max_body: Largest request body accepted, in bytes.
         request_timeout_s: A started request (headers and body) must arrive within this, else 408 and close.
         keepalive_timeout_s: An idle connection is closed after this.
+        name: What the server is, for its log lines (``"policy endpoint"``).
     """
 
     def __init__(self, handler: Handler, error_response: Callable[[int, str], HttpResponse], *,
                  host: str = "127.0.0.1", port: int = 0, max_body: int = 32 * 2**20, request_timeout_s: float = 30.0,
-                 keepalive_timeout_s: float = 300.0) -> None:
+                 keepalive_timeout_s: float = 300.0, name: str = "HTTP server") -> None:
+        self.name = name
         self.request_timeout_s, self.keepalive_timeout_s = request_timeout_s, keepalive_timeout_s
         self.handler = handler
         self.error_response = error_response

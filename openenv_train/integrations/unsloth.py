@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from ..core import OpenEnvTrainError
+
 __all__ = ["DOCUMENTED_REQUIREMENTS", "LoadedModel", "UnslothConfig", "UnslothUnavailable", "load_model",
            "unsloth_conflicts", "unsloth_unavailable_reason"]
 
@@ -47,7 +49,7 @@ DOCUMENTED_REQUIREMENTS = (
 _CHECKED = ("torch", "transformers", "trl")
 
 
-class UnslothUnavailable(RuntimeError):
+class UnslothUnavailable(OpenEnvTrainError, RuntimeError):
     """``require=True`` and Unsloth cannot be used here; the message says why."""
 
 

@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..client import Endpoint, Provider, wait_healthy
-from ..containers import docker_available
+from ..containers import LABEL_TRANSPORT, docker_available
 from ..core import ServerStartError
+from ._bindings import default_client_class
+from ._endpoint import Endpoint, wait_healthy
+from ._provider import Provider
 
 __all__ = ["DockerLimits", "DockerProvider", "reap_orphans"]
 
 LABEL = "org.openenv-train.managed"
 LABEL_PARENT = "org.openenv-train.parent-pid"
 LABEL_HOST = "org.openenv-train.host"
-LABEL_TRANSPORT = "org.openenv-train.transport"
 LABEL_SOCKDIR = "org.openenv-train.sockdir"
 _SOCKDIR_PREFIX = "openenv-train-docker-"
 _LIVE: dict[str, str] = {}  # container id -> docker CLI, for the exit hook
@@ -198,9 +199,7 @@ class DockerProvider(Provider):
     async def client(self, client_cls: Any = None, **kwargs: Any) -> Any:
         """A connected client (default :class:`GenericEnvClient`) on a :meth:`session` provider."""
         if client_cls is None:
-            from ..client import GenericEnvClient
-
-            client_cls = GenericEnvClient
+            client_cls = default_client_class()
         return await client_cls(provider=self.session(), **kwargs).connect()
 
     @property

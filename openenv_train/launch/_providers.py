@@ -24,8 +24,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..client import Endpoint, Provider, wait_healthy
 from ..core import EventLoopThread, ServerStartError, config_argv
+from ._bindings import resolve_env
+from ._endpoint import Endpoint, wait_healthy
+from ._provider import Provider
 
 __all__ = [
     "InProcessProvider",
@@ -82,9 +84,7 @@ class InProcessProvider(Provider):
 
 def _resolve_env_class(env: Any) -> Any:
     if isinstance(env, str):
-        from ..envs import load_env_class  # the catalog sits above the client; import it only when named
-
-        return load_env_class(env)
+        return resolve_env(env)  # the catalog sits above launch: openenv_train.envs lends its lookup
     return env
 
 
@@ -156,7 +156,7 @@ class LocalProcessProvider(Provider):
             cmd += ["--parent-pid", str(os.getpid())]
         cmd += self.extra_args
         if self.sandbox:
-            from ..sandbox import SandboxConfig, sandboxed_command  # the sandbox sits above the client
+            from ..sandbox import SandboxConfig, sandboxed_command
 
             config = self.sandbox if isinstance(self.sandbox, SandboxConfig) else None
             cmd = sandboxed_command(cmd, config, shared_dir=workdir)

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import OpenEnvTrainError
 from ..http import SSE_DONE, SseDecoder
 
 __all__ = ["ChatClient", "ChatResponse", "ChatStream", "ChatTransportError", "api_key_for"]
@@ -32,7 +33,7 @@ def api_key_for(session_id: str | None = None, token: str | None = None) -> str:
     return f"{token}:{session_id}" if session_id else token
 
 
-class ChatTransportError(Exception):
+class ChatTransportError(OpenEnvTrainError):
     """A request got no HTTP answer: refused, reset or timed out.
 
     Attributes:

@@ -130,7 +130,8 @@ class PolicyServer:
         """How often each limit was hit: ``token`` (refused for a missing or wrong token), ``max_tokens_per_session``."""
         # Per capture session: (tokens used, turns it held then), for max_tokens_per_session.
         self._used: dict[str, tuple[int, int]] = {}
-        self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body)
+        self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body,
+                               name="policy endpoint")
         self._runner: EventLoopThread | None = None
 
     @property

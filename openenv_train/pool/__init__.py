@@ -12,9 +12,9 @@ loads with the package (the CLI builds options from it); the rest loads on first
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..core import lazy_attributes
 from ._config import PoolConfig
 
 if TYPE_CHECKING:
@@ -65,44 +65,38 @@ __all__ = [
 ]
 
 _LAZY = {
-    "RolloutActor": "_actor",
-    "is_url": "_actor",
-    "AgentLoop": "_agents",
-    "ScriptedAgent": "_agents",
-    "TextAgent": "_agents",
-    "ToolAgent": "_agents",
-    "message_action": "_agents",
-    "render_observation": "_agents",
-    "EpisodeContext": "_context",
-    "Truncated": "_context",
-    "EpisodeSpec": "_episode",
-    "make_groups": "_episode",
-    "EpisodeTimeout": "_errors",
-    "NoLiveActors": "_errors",
-    "PoolClosed": "_errors",
-    "PoolError": "_errors",
-    "PoolStartTimeout": "_errors",
-    "RayUnavailable": "_errors",
-    "Fleet": "_fleet",
-    "ServerStats": "_fleet",
-    "fleet_urls": "_fleet",
-    "published_capacity": "_fleet",
-    "PoolMetrics": "_metrics",
-    "ChatPolicy": "_policy",
-    "ModelReply": "_policy",
-    "PolicyCallError": "_policy",
-    "RolloutPool": "_pool",
-    "start_private_ray": "_ray",
-    "Job": "_rows",
-    "build_row": "_rows",
+    "RolloutActor": "._actor",
+    "is_url": "._actor",
+    "AgentLoop": "._agents",
+    "ScriptedAgent": "._agents",
+    "TextAgent": "._agents",
+    "ToolAgent": "._agents",
+    "message_action": "._agents",
+    "render_observation": "._agents",
+    "EpisodeContext": "._context",
+    "Truncated": "._context",
+    "EpisodeSpec": "._episode",
+    "make_groups": "._episode",
+    "EpisodeTimeout": "._errors",
+    "NoLiveActors": "._errors",
+    "PoolClosed": "._errors",
+    "PoolError": "._errors",
+    "PoolStartTimeout": "._errors",
+    "RayUnavailable": "._errors",
+    "Fleet": "._fleet",
+    "ServerStats": "._fleet",
+    "fleet_urls": "._fleet",
+    "published_capacity": "._fleet",
+    "PoolMetrics": "._metrics",
+    "ChatPolicy": "._policy",
+    "ModelReply": "._policy",
+    "PolicyCallError": "._policy",
+    "RolloutPool": "._pool",
+    "start_private_ray": "._ray",
+    "Job": "._rows",
+    "build_row": "._rows",
 }
 """Each name but PoolConfig, and its module: loaded on first use (the actor brings the trace and policy packages)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
+__getattr__, __dir__ = lazy_attributes(__name__, lazy=_LAZY)

@@ -7,14 +7,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core import StepResult
+from ..core import OpenEnvTrainError, StepResult
 from ._episode import EpisodeSpec
 from ._policy import ChatPolicy, ModelReply
 
 __all__ = ["EpisodeContext", "Truncated"]
 
 
-class Truncated(Exception):
+class Truncated(OpenEnvTrainError):
     """Raised inside an agent loop when a limit (max turns, max tokens) ends the episode."""
 
 

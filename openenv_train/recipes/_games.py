@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from ..core import OpenEnvTrainError
+
 if TYPE_CHECKING:
     from ._wordle_config import GrpoWordleConfig
 
@@ -91,7 +93,7 @@ class WordleGames(Games):
                                          for i, word in enumerate(words)])
 
 
-class GamesFailed(RuntimeError):
+class GamesFailed(OpenEnvTrainError, RuntimeError):
     """Every game of a phase failed: the run stops (resumable) instead of learning from nothing."""
 
 

@@ -8,6 +8,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import OpenEnvTrainDeprecationWarning
 from ..pool import PoolConfig
 from ._config import config_to_dict
 from ._grpo import GRPOSection as GRPOPhase
@@ -43,7 +44,7 @@ def recipe_pool(**fields: Any) -> PoolConfig:
 def PoolSection(**fields: Any) -> PoolConfig:  # noqa: N802 (the section's former class name)
     """Deprecated: the ``pool`` section is a :class:`~openenv_train.pool.PoolConfig`; use :func:`recipe_pool`."""
     warnings.warn("PoolSection is deprecated and will be removed in the next release: the pool section is a "
-                  "PoolConfig; use recipe_pool(**fields) for one with the recipe's defaults", DeprecationWarning,
+                  "PoolConfig; use recipe_pool(**fields) for one with the recipe's defaults", OpenEnvTrainDeprecationWarning,
                   stacklevel=2)
     return recipe_pool(**fields)
 

@@ -27,8 +27,7 @@ from websockets.protocol import State as WsState
 from websockets.server import ServerProtocol
 
 from ..core import TOKEN_ENV, ErrorCode, ProtocolError, bearer_of, dumps, token_matches, unauthorized_message
-from ..http import HttpConnection, HttpLimits, HttpRequest, HttpResponse
-from ..web import Asset
+from ..http import Asset, HttpConnection, HttpLimits, HttpRequest, HttpResponse
 from ._http import RawJson
 from ._session import Session
 from ._ws_session import CLOSE_FRAME, Close, Phase, Run, WsSession
@@ -66,7 +65,7 @@ def _error_response(status: int, message: str) -> HttpResponse:
 def _http_response(status: int, payload: Any) -> HttpResponse:
     """A route's ``(status, payload)`` as a response: a /web file with its own headers, or JSON."""
     if isinstance(payload, Asset):
-        return HttpResponse(status, payload.body, payload.header_list(), content_type=None)
+        return payload.response(status)
     try:
         body = (payload if isinstance(payload, RawJson) else dumps(payload)).encode()
     except (TypeError, ValueError) as exc:

@@ -23,6 +23,7 @@ from ..core import (
     ListToolsAction,
     ListToolsObservation,
     Observation,
+    OpenEnvTrainError,
     State,
     Tool,
     ToolError,
@@ -59,7 +60,7 @@ class ToolSpec:
     args_model: type[BaseModel]
 
 
-class ToolCallFailed(Exception):
+class ToolCallFailed(OpenEnvTrainError):
     """A tool call could not produce a result; ``error`` says why in MCP terms."""
 
     def __init__(self, error: ToolError) -> None:

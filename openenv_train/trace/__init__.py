@@ -11,7 +11,6 @@ from ._conversation import Segment, conversation, reply_of, segments, text_of
 from ._errors import (
     CaptureError,
     CaptureSessionExists,
-    HarborError,
     HubPushError,
     RunDirLocked,
     TraceError,
@@ -50,7 +49,6 @@ __all__ = [
     "EnvStep",
     "EpisodeKey",
     "ErrorInfo",
-    "HarborError",
     "HubPushError",
     "PolicyInfo",
     "RunDirLocked",

@@ -3,18 +3,17 @@
 ::
 
     OpenEnvTrainError
-    └── HarborError                          root of trace and Harbor task errors (``harbor`` re-exports it)
-        └── TraceError
-            ├── CaptureError                 a capture session was misused
-            │   ├── UnknownCaptureSession    no open session has that id (endpoint: 401/404)
-            │   └── CaptureSessionExists     open_session() on an id already open
-            ├── TraceWriteError              the writer refused a row or could not write a shard
-            │   └── RunDirLocked             another live writer holds the run directory
-            ├── TraceReadError               a shard or manifest cannot be read or is from a newer version
-            └── HubPushError                 no token, offline, or the Hub refused the push
+    └── TraceError
+        ├── CaptureError                 a capture session was misused
+        │   ├── UnknownCaptureSession    no open session has that id (endpoint: 401/404)
+        │   └── CaptureSessionExists     open_session() on an id already open
+        ├── TraceWriteError              the writer refused a row or could not write a shard
+        │   └── RunDirLocked             another live writer holds the run directory
+        ├── TraceReadError               a shard or manifest cannot be read or is from a newer version
+        └── HubPushError                 no token, offline, or the Hub refused the push
 
-``HarborError`` stays the common root (it was before traces left ``harbor``) so that ``except HarborError``
-still catches a trace error.
+Trace errors are no longer ``HarborError``s (they were while traces lived in ``harbor``): catch ``TraceError``
+or the root ``OpenEnvTrainError``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from ..core import OpenEnvTrainError
 __all__ = [
     "CaptureError",
     "CaptureSessionExists",
-    "HarborError",
     "HubPushError",
     "RunDirLocked",
     "TraceError",
@@ -42,11 +40,7 @@ def mask_secret(value: str) -> str:
     return f"{value[:4]}…({len(value)} chars)" if len(value) > 4 else "…"
 
 
-class HarborError(OpenEnvTrainError):
-    """Root of the errors of ``openenv_train.trace`` and ``openenv_train.harbor``."""
-
-
-class TraceError(HarborError):
+class TraceError(OpenEnvTrainError):
     """Root of the errors of ``openenv_train.trace``: capture, writing, reading, exports."""
 
 

@@ -1,21 +1,22 @@
 """Web views: the env playground of ``serve --web`` and the trace viewer of ``openenv-train view``.
 
 Both are plain HTML/JS/CSS shipped in ``static/`` (no CDN, no build step). The viewer's JSON API and
-HTTP app load pyarrow lazily, so importing this package stays cheap.
+HTTP app load pyarrow lazily, so importing this package stays cheap. ``Asset`` (a non-JSON answer) moved to
+:mod:`openenv_train.http`; it still imports from here for one release, with a deprecation warning.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._static import Asset, read_static, redirect
+from ..core import lazy_attributes
+from ._static import read_static, redirect
 
 if TYPE_CHECKING:
     from ._dataset import SourceError, TraceIndex
     from ._viewer import ViewerApi, ViewerServer
 
 __all__ = [
-    "Asset",
     "SourceError",
     "TraceIndex",
     "ViewerApi",
@@ -24,14 +25,8 @@ __all__ = [
     "redirect",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("SourceError", "TraceIndex"):
-        from . import _dataset
-
-        return getattr(_dataset, name)
-    if name in ("ViewerApi", "ViewerServer"):
-        from . import _viewer
-
-        return getattr(_viewer, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    lazy={"SourceError": "._dataset", "TraceIndex": "._dataset", "ViewerApi": "._viewer", "ViewerServer": "._viewer"},
+    moved={"Asset": "openenv_train.http"},
+)

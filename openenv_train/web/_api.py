@@ -9,12 +9,15 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..core import OpenEnvTrainError
+from ..http import Asset
 from ._dataset import EpisodeFilter, TraceIndex
-from ._static import Asset, read_static
+from ._static import read_static
 from ._tokens import TokenTexts
 
 __all__ = ["MAX_PAGE", "ViewerApi"]
@@ -27,7 +30,7 @@ _FIRST_SERIES = ("reward", "win_rate", "win", "loss")
 _NOT_SERIES = ("step", "time", "phase")
 
 
-class BadRequest(ValueError):
+class BadRequest(OpenEnvTrainError, ValueError):
     """A query parameter that cannot be used; the message names it and the expected form."""
 
 
@@ -40,11 +43,19 @@ def _error(status: int, message: str) -> Asset:
 
 
 class ViewerApi:
-    """Answers the viewer's requests for one trace source."""
+    """Answers the viewer's requests for one trace source.
 
-    def __init__(self, index: TraceIndex) -> None:
+    Args:
+        index: the trace source.
+        env_class: an env name (catalog name or ``module:Class``) to its Environment class, whose
+            ``render_observation`` draws each step's human view (the CLI passes the catalog's
+            ``load_env_class``); None: no views, the observations show as JSON.
+    """
+
+    def __init__(self, index: TraceIndex, *, env_class: Callable[[str], Any] | None = None) -> None:
         self.index = index
         self.tokens = TokenTexts()
+        self._view_of = functools.lru_cache(maxsize=64)(functools.partial(_view_of, env_class))
 
     def handle(self, method: str, target: str) -> Asset:
         """Route one request (``target`` = path and query)."""
@@ -96,7 +107,7 @@ class ViewerApi:
         if rec is None:
             return None
         model = (rec.get("policy") or {}).get("model")
-        view = _view_of((rec.get("env") or {}).get("name"))
+        view = self._view_of((rec.get("env") or {}).get("name"))
         steps = [{**s, "action": _loads(s.get("action")), "observation": _loads(s.get("observation")),
                   "reward": _finite(s.get("reward"))} for s in rec.get("steps") or []]
         for step in steps:
@@ -175,15 +186,12 @@ class ViewerApi:
                 "series": [_series("reward", points), _series(f"win_rate (reward >= 1, last {_WIN_WINDOW})", wins)]}
 
 
-@functools.lru_cache(maxsize=64)
-def _view_of(env_name: Any) -> Any:
+def _view_of(env_class: Callable[[str], Any] | None, env_name: Any) -> Any:
     """The ``render_observation`` of the env class a row names (a catalog name or ``module:Class``), or None."""
-    if not isinstance(env_name, str) or not env_name or "://" in env_name:
-        return None  # no name, or a remote server's URL: no class here to ask
-    from ..envs import load_env_class
-
+    if env_class is None or not isinstance(env_name, str) or not env_name or "://" in env_name:
+        return None  # no lookup, no name, or a remote server's URL: no class here to ask
     try:
-        return load_env_class(env_name).render_observation
+        return env_class(env_name).render_observation
     except Exception:  # an env this install does not have (or cannot import): no view, the JSON stays
         return None
 

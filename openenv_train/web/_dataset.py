@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import OpenEnvTrainError
+
 __all__ = ["EpisodeFilter", "SourceError", "TraceIndex", "find_shards"]
 
 _INDEX_COLUMNS = ("trace_id", "episode_id", "group_id", "env", "policy", "reward", "done", "truncated", "ok",
@@ -21,7 +23,7 @@ _INDEX_COLUMNS = ("trace_id", "episode_id", "group_id", "env", "policy", "reward
 _JSON_COLUMNS = ("task", "rewards", "timings")
 
 
-class SourceError(ValueError):
+class SourceError(OpenEnvTrainError, ValueError):
     """The path given to the viewer holds no trace shards."""
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["Asset", "CONTENT_TYPES", "read_static", "redirect"]
+from ..http import Asset
+
+__all__ = ["CONTENT_TYPES", "read_static", "redirect"]
 
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -18,21 +19,6 @@ CONTENT_TYPES = {
     ".png": "image/png",
     ".ico": "image/x-icon",
 }
-
-
-@dataclass(frozen=True)
-class Asset:
-    """A non-JSON HTTP answer: raw bytes with their content type and any extra headers."""
-
-    body: bytes
-    content_type: str
-    status: int = 200
-    headers: tuple[tuple[str, str], ...] = field(default=())
-
-    def header_list(self) -> list[tuple[str, str]]:
-        """Content-type, cache policy and extra headers (content-length is the caller's)."""
-        # no-cache: a page must never mix files of two versions after an upgrade
-        return [("content-type", self.content_type), ("cache-control", "no-cache"), *self.headers]
 
 
 def redirect(location: str) -> Asset:

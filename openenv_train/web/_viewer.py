@@ -1,58 +1,31 @@
-"""The trace viewer's HTTP server: the stdlib threading server in front of :class:`ViewerApi`.
+"""The trace viewer's HTTP server: the project's HTTP core (:class:`~openenv_train.http.HttpServer`) in front of
+:class:`ViewerApi`, on an event loop of its own thread.
 
-A viewer is a local, read-only tool with one user, so the stdlib server is enough; each request is a
-thread, and the API reads Parquet without holding any lock while it does.
+A viewer is a local, read-only tool with one user; the API reads Parquet in a worker thread per request
+(``asyncio.to_thread``) without holding any lock while it does, so a slow episode does not hold up the table.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
-from ._api import ViewerApi
+from ..core import EventLoopThread
+from ..http import HttpRequest, HttpResponse, HttpServer
+from ._api import ViewerApi, _error
 from ._dataset import TraceIndex
 
 __all__ = ["ViewerApi", "ViewerServer"]
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-        self._answer(head=False)
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._answer(head=True)
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._answer(head=False)
-
-    def _answer(self, *, head: bool) -> None:
-        try:
-            asset = self.server.api.handle("GET" if head else self.command, self.path)
-        except Exception as exc:  # a bad shard must show as an error, not a dropped connection
-            from ._api import _error
-
-            asset = _error(500, f"internal error: {type(exc).__name__}: {exc}")
-        self.send_response(asset.status)
-        for name, value in asset.header_list():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(asset.body)))
-        self.end_headers()
-        if not head:
-            self.wfile.write(asset.body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        if os.environ.get("OPENENV_TRAIN_VIEW_LOG"):
-            super().log_message(format, *args)
+_MAX_BODY = 2**20  # the viewer only answers GET and HEAD; a body is never needed
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    api: ViewerApi
+def _error_response(status: int, message: str) -> HttpResponse:
+    return _error(status, message).response()
 
 
 class ViewerServer:
@@ -64,35 +37,52 @@ class ViewerServer:
         server.start()  # in a background thread; server.url is where to point a browser
         server.stop()
 
+    ``env_class`` (an env name to its class) lets episodes show each step's human view; see :class:`ViewerApi`.
+    Set ``$OPENENV_TRAIN_VIEW_LOG`` to print one line per request on stderr.
+
     Raises:
         SourceError: the source holds no trace shards (from the constructor).
-        OSError: the address cannot be bound (from the constructor).
+        ServerStartError: the address cannot be bound (from the constructor).
     """
 
-    def __init__(self, source: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8080) -> None:
-        self.api = ViewerApi(TraceIndex(source))
-        self.httpd = _Server((host, port), _Handler)
-        self.httpd.api = self.api
-        self._thread: threading.Thread | None = None
+    def __init__(self, source: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 8080,
+                 env_class: Callable[[str], Any] | None = None) -> None:
+        self.api = ViewerApi(TraceIndex(source), env_class=env_class)
+        self.http = HttpServer(self._handle, _error_response, host=host, port=port, max_body=_MAX_BODY,
+                               name="trace viewer")
+        self._log = bool(os.environ.get("OPENENV_TRAIN_VIEW_LOG"))
+        self._stopped = threading.Event()
+        self._runner = EventLoopThread("viewer")
+        try:
+            self._runner.run(self.http.start(), 30)  # binds now: a taken port fails here, not later
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    async def _handle(self, request: HttpRequest) -> HttpResponse:
+        asset = await asyncio.to_thread(self.api.handle, request.method, request.target or request.path)
+        if self._log:
+            print(f'viewer: "{request.method} {request.target or request.path}" {asset.status}', file=sys.stderr)
+        return asset.response()
 
     @property
     def url(self) -> str:
         """``http://host:port`` the viewer listens on."""
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://{self.http.host}:{self.http.port}"
 
     def start(self) -> None:
-        """Serve in a background thread."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="viewer", daemon=True)
-        self._thread.start()
+        """Serve in the background (the server accepts connections from its construction on; kept for callers)."""
 
     def serve_forever(self) -> None:
-        """Serve in this thread until interrupted."""
-        self.httpd.serve_forever()
+        """Block this thread until :meth:`stop` or an interrupt (Ctrl-C raises ``KeyboardInterrupt`` here)."""
+        while not self._stopped.wait(0.5):
+            pass
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        """Stop serving and close the socket; idempotent."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        if self._runner.running:
+            self._runner.run(self.http.stop(grace_s=2.0), 10)
+        self._runner.stop(5)

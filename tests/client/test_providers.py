@@ -13,20 +13,17 @@ from pathlib import Path
 import psutil
 import pytest
 
-from openenv_train.client import (
+from openenv_train.client import EnvClient, GenericEnvClient, MCPToolClient, from_env
+from openenv_train.containers import docker_available
+from openenv_train.core import ServerStartError
+from openenv_train.launch import (
     DockerProvider,
-    EnvClient,
-    GenericEnvClient,
     InProcessProvider,
     LocalProcessProvider,
-    MCPToolClient,
     RemoteProvider,
     UnixSocketProvider,
-    docker_available,
-    from_env,
+    http_get_json,
 )
-from openenv_train.client._endpoint import http_get_json
-from openenv_train.core import ServerStartError
 from tests.conftest import serve_process
 
 
@@ -88,7 +85,7 @@ async def test_server_exits_when_its_parent_dies(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent("""
         import asyncio, sys, time
-        from openenv_train.client import LocalProcessProvider
+        from openenv_train.launch import LocalProcessProvider
         async def main():
             provider = LocalProcessProvider("counter")
             await provider.start()

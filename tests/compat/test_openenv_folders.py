@@ -20,7 +20,8 @@ import pytest
 from openenv.core import GenericEnvClient as OEGenericEnvClient
 
 from openenv_train.cli._init import render_tree, replacements
-from openenv_train.client import GenericEnvClient, InProcessProvider, MCPToolClient
+from openenv_train.client import GenericEnvClient, MCPToolClient
+from openenv_train.launch import InProcessProvider
 from tests.cli.conftest import ROOT, cli, stop, wait_ready
 from tests.compat._folders import write_folder
 from tests.compat._release import DISTRIBUTION, VERSION

@@ -13,7 +13,6 @@ import pytest
 from pydantic import Field
 
 from openenv_train.client import ClientState, EnvClient, GenericEnvClient, MCPToolClient, ToolCallError
-from openenv_train.client._endpoint import Endpoint, http_get_json
 from openenv_train.core import (
     Action,
     CallToolObservation,
@@ -24,6 +23,7 @@ from openenv_train.core import (
     StepResult,
     Tool,
 )
+from openenv_train.launch import Endpoint, http_get_json
 from tests.compat._release import CURRENT
 
 

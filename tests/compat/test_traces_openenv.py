@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import EnvInfo, TraceRow, TraceWriter, TrainingTrace, build_turn, read_traces, to_sft_dataset
 from openenv_train.integrations.openenv_traces import (
     import_openenv_collect,
     read_openenv_collect,
     to_openenv_training_trace,
 )
 from openenv_train.rubrics import FunctionRubric, score_rows
+from openenv_train.trace import EnvInfo, TraceRow, TraceWriter, TrainingTrace, build_turn, read_traces, to_sft_dataset
 from tests.cli.conftest import cli
 
 training = pytest.importorskip("openenv.core.harness.training", reason="openenv < 0.10 has no harness")

@@ -20,8 +20,9 @@ from openenv.core import GenericEnvClient as OEGenericEnvClient
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from openenv_train.client import Endpoint, GenericEnvClient, LocalProcessProvider
+from openenv_train.client import Endpoint, GenericEnvClient
 from openenv_train.core import CapacityError
+from openenv_train.launch import LocalProcessProvider
 from tests.compat._release import CURRENT
 from tests.conftest import serve_process
 

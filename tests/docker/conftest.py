@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.client import docker_available
-from openenv_train.containers import build_image, write_context
+from openenv_train.containers import build_image, docker_available, write_context
 
 REQUIRED = os.environ.get("OPENENV_TRAIN_REQUIRE_DOCKER") == "1"
 BASE = os.environ.get("OPENENV_TRAIN_DOCKER_BASE", "openenv-train/base:py3")

@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from openenv_train.client import DockerProvider, GenericEnvClient
+from openenv_train.client import GenericEnvClient
 from openenv_train.core import ServerStartError
+from openenv_train.launch import DockerProvider
 from openenv_train.launch._docker import LABEL
 
 pytestmark = pytest.mark.timeout(900)  # the first test may install Docker and build the base image

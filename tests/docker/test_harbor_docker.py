@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from openenv_train.cli import main
-from openenv_train.harbor import TraceRow, read_traces
 from openenv_train.harbor._agents import BASH_TOOL, ModelAgent, OracleAgent
 from openenv_train.harbor._mcp import McpServerError, McpToolset
 from openenv_train.harbor._runner import HarborRunConfig, run_task, run_tasks
 from openenv_train.harbor._task_env import DockerTaskEnv
 from openenv_train.harbor._tasks import load_task
+from openenv_train.trace import TraceRow, read_traces
 from tests.harbor_tasks._stub import StubServer
 from tests.harbor_tasks._support import EXAMPLES, write_task
 

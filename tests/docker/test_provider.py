@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from openenv_train.client import DockerLimits, DockerProvider, GenericEnvClient
+from openenv_train.client import GenericEnvClient
+from openenv_train.launch import DockerLimits, DockerProvider
 from openenv_train.launch._docker import LABEL, LABEL_HOST, LABEL_PARENT, LABEL_SOCKDIR, reap_orphans
 
 pytestmark = pytest.mark.timeout(900)  # the first test may install Docker and build the base image
@@ -117,7 +118,7 @@ async def test_server_isolation_shares_one_container(echo_image: str) -> None:
 
 
 def test_watchdog_removes_containers_of_a_killed_parent(echo_image: str) -> None:
-    code = ("import asyncio, sys\nfrom openenv_train.client import DockerProvider\n"
+    code = ("import asyncio, sys\nfrom openenv_train.launch import DockerProvider\n"
             "async def main():\n    p = DockerProvider(sys.argv[1]); await p.start()\n"
             "    print(p.container_ids[0], flush=True); await asyncio.sleep(600)\nasyncio.run(main())\n")
     parent = subprocess.Popen([sys.executable, "-c", code, echo_image], stdout=subprocess.PIPE, text=True)

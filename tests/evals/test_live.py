@@ -16,8 +16,8 @@ from inspect_ai.log import EvalLog, read_eval_log
 import openenv_train
 from openenv_train.evals import live_task
 from openenv_train.evals._registry import openenv  # noqa: F401  (registers --model openenv/...)
-from openenv_train.harbor import read_traces
 from openenv_train.rubrics import wordle_rubric
+from openenv_train.trace import read_traces
 
 TASKS = Path(openenv_train.__file__).parent / "evals" / "tasks.py"
 
@@ -136,8 +136,8 @@ def test_failed_episode_is_a_row_not_a_crash(tmp_path: Path) -> None:
 
 def test_openenv_model_api_over_an_openai_compatible_url(tmp_path: Path, offline_tiny: Path) -> None:
     """``--model openenv/http://...``: our PolicyServer (any OpenAI-compatible server) as the Inspect model."""
-    from openenv_train.harbor import CaptureStore
     from openenv_train.policy import LocalBackend, PolicyServer
+    from openenv_train.trace import CaptureStore
 
     capture = CaptureStore()
     with PolicyServer(LocalBackend(offline_tiny, model_id="tiny"), capture=capture).run_in_thread() as server:

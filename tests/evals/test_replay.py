@@ -9,8 +9,8 @@ from inspect_ai import eval as inspect_eval
 
 from openenv_train.cli import main
 from openenv_train.evals import replay_task
-from openenv_train.harbor import TraceWriter
 from openenv_train.rubrics import Components, LLMJudge, reward_function, wordle_rubric
+from openenv_train.trace import TraceWriter
 from tests.rubrics._rows import wordle_row
 
 MESSAGES = [None, ["[slate]", "slate", "[crate]", "[zzzzz]"], ["hello", "[moist]", "[pious]"]]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openenv_train.cli import main
-from openenv_train.harbor import read_traces
+from openenv_train.trace import read_traces
 from tests.harbor_tasks._support import EXAMPLE_NAMES, EXAMPLES, write_task
 from tests.sandbox.conftest import require_sandbox
 

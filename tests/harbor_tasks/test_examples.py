@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from openenv_train.harbor import TraceRow
 from openenv_train.harbor._agents import NopAgent, OracleAgent
 from openenv_train.harbor._runner import HarborRunConfig, run_tasks
 from openenv_train.harbor._tasks import load_task
+from openenv_train.trace import TraceRow
 from tests.harbor_tasks._support import EXAMPLE_NAMES, EXAMPLES
 from tests.sandbox.conftest import require_sandbox
 

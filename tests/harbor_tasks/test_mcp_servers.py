@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import TraceRow
 from openenv_train.harbor._agents import BASH_TOOL, ModelAgent, OracleAgent
 from openenv_train.harbor._mcp import McpToolset, tool_function_name
 from openenv_train.harbor._runner import HarborRunConfig, run_task, run_tasks
 from openenv_train.harbor._task_env import SandboxTaskEnv
 from openenv_train.harbor._tasks import load_task
+from openenv_train.trace import TraceRow
 from tests.harbor_tasks._stub import StubServer
 from tests.harbor_tasks._support import EXAMPLES, write_task
 from tests.sandbox.conftest import require_sandbox

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import read_traces
 from openenv_train.harbor._agents import BASH_TOOL, ModelAgent
 from openenv_train.harbor._runner import HarborRunConfig, run_task
+from openenv_train.trace import read_traces
 from tests.harbor_tasks._stub import SOLVE, StubServer
 from tests.harbor_tasks._support import EXAMPLES
 from tests.sandbox.conftest import require_sandbox

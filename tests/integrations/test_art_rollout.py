@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import CaptureStore, TraceWriter, read_traces
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.art import ArtRolloutError, import_art, make_art_rollout, to_art_groups
 from openenv_train.pool import PoolConfig
+from openenv_train.trace import CaptureStore, TraceWriter, read_traces
 from tests.integrations._art import ART_MISSING
 
 pytestmark = pytest.mark.skipif(ART_MISSING,
@@ -115,7 +115,7 @@ async def test_rollout_in_art_gather_with_capture(tiny: tuple[Any, Any], tmp_pat
 def test_groups_from_captured_rows_and_failed_rows(tmp_path: Path) -> None:
     from openai.types.chat.chat_completion import Choice
 
-    from openenv_train.harbor import EnvInfo, ErrorInfo, TraceRow, TrainingTrace, TrainingTurn
+    from openenv_train.trace import EnvInfo, ErrorInfo, TraceRow, TrainingTrace, TrainingTurn
 
     turns = [TrainingTurn(node_id="a", prompt_token_ids=[1, 2], completion_token_ids=[3, 4], per_token_logps=[-0.1, -0.2],
                           request={"messages": [{"role": "user", "content": "go"}]},
@@ -143,7 +143,7 @@ def test_groups_from_captured_rows_and_failed_rows(tmp_path: Path) -> None:
 
 
 def test_a_failed_episode_raises_with_its_row() -> None:
-    from openenv_train.harbor import EnvInfo, ErrorInfo, TraceRow
+    from openenv_train.trace import EnvInfo, ErrorInfo, TraceRow
 
     row = TraceRow(env=EnvInfo(name="wordle"), episode_id="e1", ok=False, error=ErrorInfo(type="X", message="y"))
     assert "episode e1 on wordle failed: X: y" in str(ArtRolloutError(row))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openenv_train.harbor import EnvInfo, ErrorInfo, TraceRow, TrainingTrace, TrainingTurn
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.trl import rollout_fields
+from openenv_train.trace import EnvInfo, ErrorInfo, TraceRow, TrainingTrace, TrainingTurn
 
 ids = st.lists(st.integers(0, 1000), max_size=6)
 

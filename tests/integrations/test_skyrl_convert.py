@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from openenv_train.harbor import EnvInfo, TraceRow, TrainingTrace, TrainingTurn
 from openenv_train.integrations.skyrl import to_skyrl_generator_output
+from openenv_train.trace import EnvInfo, TraceRow, TrainingTrace, TrainingTurn
 
 
 def _row(group: str, reward: float | None, *, turns: bool = True) -> TraceRow:

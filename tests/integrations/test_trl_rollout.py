@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import TraceWriter, read_traces
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.trl import field_reward, make_rollout_func, rubric_rewards
 from openenv_train.pool import PoolConfig
+from openenv_train.trace import TraceWriter, read_traces
 
 pytest.importorskip("trl", reason="trl is not installed")
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import CaptureStore
 from openenv_train.integrations import flatten_turns
 from openenv_train.integrations.trl import make_rollout_func
 from openenv_train.pool import EpisodeSpec, RolloutPool
+from openenv_train.trace import CaptureStore
 
 
 @pytest.mark.timeout(300)
@@ -60,8 +60,8 @@ def _check_trainer_sampling(rows: list) -> None:
 
 @pytest.mark.timeout(300)
 def test_rollout_func_on_a_started_pool_and_its_policy_server(ray_local: Any, tmp_path: Path) -> None:
-    from openenv_train.harbor import TraceWriter, read_traces
     from openenv_train.policy import LocalConfig, PolicyServer, ScriptedBackend, build_tiny_model
+    from openenv_train.trace import TraceWriter, read_traces
 
     path = build_tiny_model(tmp_path / "tiny")
     capture = CaptureStore()

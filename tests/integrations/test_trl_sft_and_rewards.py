@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import TraceWriter, read_traces
 from openenv_train.integrations import LocalRunner
 from openenv_train.integrations.trl import field_reward, rubric_rewards, traces_to_sft_dataset
 from openenv_train.pool import PoolConfig, make_groups
 from openenv_train.rubrics import reward_function, wordle_rubric
+from openenv_train.trace import TraceWriter, read_traces
 
 
 @pytest.mark.timeout(300)

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import TrainingTurn
 from openenv_train.policy import EndpointConfig
-from openenv_train.trace import CaptureStore
+from openenv_train.trace import CaptureStore, TrainingTurn
 from tests.policy.conftest import ADD_TOOL, serve
 
 openai = pytest.importorskip("openai")

@@ -22,8 +22,8 @@ from typing import Any
 
 import ray
 
-from openenv_train.harbor import TraceWriter
 from openenv_train.pool import RolloutPool, make_groups
+from openenv_train.trace import TraceWriter
 from tests.pool import _support
 
 #: Starts the driver's own stdout lines: Ray forwards worker and raylet log lines to the same stream.

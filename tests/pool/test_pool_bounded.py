@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import CaptureStore, TraceWriter, read_traces
 from openenv_train.pool import EpisodeSpec, PoolConfig, RolloutPool, make_groups
+from openenv_train.trace import CaptureStore, TraceWriter, read_traces
 from tests.pool import _support
 
 
@@ -68,7 +68,7 @@ def test_actor_writes_need_a_writer_and_no_capture(tmp_path: Path) -> None:
 
 
 def test_add_shard_moves_accepted_rows_into_the_manifest(tmp_path: Path) -> None:
-    from openenv_train.harbor import EnvInfo, TraceRow
+    from openenv_train.trace import EnvInfo, TraceRow
 
     def row(i: int) -> TraceRow:
         return TraceRow(run_id="r", episode_id=f"e{i}", env=EnvInfo(name="counter"), reward=float(i))

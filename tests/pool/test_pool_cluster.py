@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 import pytest
 
-from openenv_train.harbor import read_traces
+from openenv_train.trace import read_traces
 from tests.pool._cluster_driver import MARK
 from tests.pool._ray_cluster import ROOT, LoopbackCluster, get_json
 from tests.pool._ray_head import RAY, submit_job

@@ -13,8 +13,8 @@ from typing import Any
 import psutil
 import pytest
 
-from openenv_train.harbor import TraceWriter, read_traces
 from openenv_train.pool import PoolClosed, PoolStartTimeout, RolloutPool, make_groups
+from openenv_train.trace import TraceWriter, read_traces
 from tests.pool import _support
 
 

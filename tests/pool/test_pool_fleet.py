@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import TraceWriter, read_traces
 from openenv_train.pool import Fleet, PoolConfig, RolloutPool, fleet_urls, make_groups, published_capacity
+from openenv_train.trace import TraceWriter, read_traces
 from tests.pool import _support
 
 TOKEN = "fleet-token-7f3a"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import read_traces
+from openenv_train.trace import read_traces
 from tests.pool._ray_head import LOOPBACK, RAY, free_port, ray_env, short_temp_dir, submit_job
 from tests.pool._ray_head import ray_head as head_process
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import CaptureStore
 from openenv_train.pool import RolloutPool, make_groups
+from openenv_train.trace import CaptureStore
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from openenv_train.harbor import TraceWriter, read_traces
 from openenv_train.pool import RolloutPool, make_groups
+from openenv_train.trace import TraceWriter, read_traces
 from tests.pool import _support
 
 

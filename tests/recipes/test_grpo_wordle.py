@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from openenv_train.envs.wordle import valid_guesses
-from openenv_train.harbor import read_traces
 from openenv_train.recipes.grpo_wordle import EvalSection, GrpoWordleConfig
+from openenv_train.trace import read_traces
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "grpo_wordle_smoke.yaml"

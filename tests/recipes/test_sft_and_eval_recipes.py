@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import TraceWriter, read_traces
+from openenv_train.trace import TraceWriter, read_traces
 from tests.trace._rows import make_row
 
 

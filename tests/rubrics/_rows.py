@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from openenv_train.envs.wordle import WordleAction, WordleEnvironment, WordleSolver
-from openenv_train.harbor import EnvInfo, EnvStep, TraceRow, TrainingTrace, build_turn
+from openenv_train.trace import EnvInfo, EnvStep, TraceRow, TrainingTrace, build_turn
 
 
 def wordle_row(secret: str = "crane", messages: list[str] | None = None, **fields: Any) -> TraceRow:

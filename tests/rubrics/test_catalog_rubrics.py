@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from openenv_train.core import OpenEnvTrainError
-from openenv_train.harbor import EnvInfo, EnvStep, TraceRow
 from openenv_train.rubrics import get_rubric, wordle_rubric
+from openenv_train.trace import EnvInfo, EnvStep, TraceRow
 
 from ._rows import wordle_row
 

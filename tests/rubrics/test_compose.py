@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import EnvInfo, EnvStep, TraceRow
 from openenv_train.rubrics import (
     Components,
     FunctionRubric,
@@ -21,6 +20,7 @@ from openenv_train.rubrics import (
     WeightedSum,
     credit_steps,
 )
+from openenv_train.trace import EnvInfo, EnvStep, TraceRow
 
 ROW = TraceRow(env=EnvInfo(name="x"), reward=1.0, done=True,
                steps=[EnvStep(reward=0.0), EnvStep(reward=0.25), EnvStep(reward=1.0, done=True)])

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.harbor import CaptureStore, TraceWriter, read_traces
 from openenv_train.policy import ChatChoice, ChatRequest, ChatResult, PolicyServer
 from openenv_train.rubrics import Components, JudgeError, LLMJudge, parse_score, render_prompt, wordle_rubric
+from openenv_train.trace import CaptureStore, TraceWriter, read_traces
 
 from ._rows import wordle_row
 

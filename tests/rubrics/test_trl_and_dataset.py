@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from openenv_train.cli import main
-from openenv_train.harbor import TraceWriter, load_dataset, read_traces, shard_paths
 from openenv_train.rubrics import TrajectoryRubric, reward_function, score_dataset, wordle_rubric
+from openenv_train.trace import TraceWriter, load_dataset, read_traces, shard_paths
 
 from ._rows import wordle_row
 
@@ -88,8 +88,8 @@ def test_inside_a_real_grpo_trainer_step(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.harbor import TraceRow
     from openenv_train.policy import build_tiny_model
+    from openenv_train.trace import TraceRow
 
     data, rubric = rows()[:2], wordle_rubric()
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "play"}], "trace_row": r.model_dump_json()}

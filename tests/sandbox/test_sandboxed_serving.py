@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.client import EnvClient, GenericEnvClient, LocalProcessProvider, MCPToolClient
+from openenv_train.client import EnvClient, GenericEnvClient, MCPToolClient
 from openenv_train.core import ServerStartError
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.sandbox import SandboxConfig
 from tests.sandbox.conftest import require_sandbox
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from openenv_train.client import MCPToolClient, UnixSocketProvider
+from openenv_train.client import MCPToolClient
+from openenv_train.launch import UnixSocketProvider
 from openenv_train.sandbox import sandboxed_command
 from tests.sandbox.conftest import SKIP_REASON
 

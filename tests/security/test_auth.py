@@ -20,12 +20,13 @@ from openenv.core.mcp_client import MCPToolClient as OEMCPToolClient
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from openenv_train.client import GenericEnvClient, LocalProcessProvider, MCPToolClient
+from openenv_train.client import GenericEnvClient, MCPToolClient
 from openenv_train.core import ConnectionLost, _auth
 from openenv_train.envs import load_env_class
-from openenv_train.harbor import CaptureStore
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.policy import PolicyServer
 from openenv_train.server import ServerConfig
+from openenv_train.trace import CaptureStore
 from tests.conftest import serve_inloop
 from tests.security._support import TOKEN, ByteBackend, chat_body
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from openenv_train.harbor import EnvInfo, TraceRow, TraceWriteError, TraceWriter, read_traces
+from openenv_train.trace import EnvInfo, TraceRow, TraceWriteError, TraceWriter, read_traces
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,9 @@ from websockets.asyncio.client import connect
 from openenv_train.client import GenericEnvClient
 from openenv_train.core import CapacityError, ServerError
 from openenv_train.envs import load_env_class
-from openenv_train.harbor import CaptureStore
 from openenv_train.policy import EndpointConfig, PolicyServer
 from openenv_train.server import ServerConfig
+from openenv_train.trace import CaptureStore
 from tests.conftest import serve_inloop, serve_process
 from tests.security._support import ByteBackend, chat_body
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openenv_train.harbor import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
+from openenv_train.trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 
 #: The completion tokens of every turn, as (text, logprob); "cr" is the unlikely one.
 TOKENS = [("[", -0.01), ("cr", -2.3), ("ane", -0.2), ("]", -0.05)]

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from openenv_train.cli._app import main as cli_main
-from openenv_train.harbor import EnvInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
+from openenv_train.trace import EnvInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from openenv_train.web import TraceIndex, ViewerApi, ViewerServer
 from openenv_train.web._api import MAX_PAGE
 from openenv_train.web._dataset import SourceError

@@ -6,6 +6,7 @@ per-task subclasses, resolved by name here (``ClickButtonBrowserEnvironment`` fo
 
 from typing import Any
 
+from ...core import lazy_attributes
 from ._actions import GRAMMAR, ActionError, parse_action
 from ._browser import BrowserCrashed, BrowserUnavailable, host
 from ._env import BrowserEnvironment, task_environment
@@ -34,10 +35,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def _task_class(name: str) -> Any:
     # the per-task env classes of the catalog's browser/<task> entries and their clients, made on first use
     for task in SOLVABLE_TASKS:
         for cls in (task_environment(task), task_client(task)):
             if cls.__name__ == name:
                 return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, fallback=_task_class)

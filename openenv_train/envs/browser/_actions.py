@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...core import OpenEnvTrainError
+
 __all__ = ["ActionError", "GRAMMAR", "ParsedAction", "parse_action", "perform"]
 
 GRAMMAR = (
@@ -39,7 +41,7 @@ _KEYS = {"enter": "ENTER", "return": "RETURN", "tab": "TAB", "escape": "ESCAPE",
          "shift": "SHIFT", "alt": "ALT", "meta": "META", "controlormeta": "CONTROL"}
 
 
-class ActionError(ValueError):
+class ActionError(OpenEnvTrainError, ValueError):
     """An action string that does not parse, or one the page cannot carry out; the message says why."""
 
 

@@ -18,6 +18,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...core import OpenEnvTrainError
+
 __all__ = ["BrowserCrashed", "BrowserHost", "BrowserUnavailable", "Tab", "host"]
 
 T = TypeVar("T")
@@ -33,11 +35,11 @@ _ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "-
          "--remote-debugging-pipe")
 
 
-class BrowserUnavailable(RuntimeError):
+class BrowserUnavailable(OpenEnvTrainError, RuntimeError):
     """Chromium, chromedriver or the Python packages are missing; the message says what to install."""
 
 
-class BrowserCrashed(RuntimeError):
+class BrowserCrashed(OpenEnvTrainError, RuntimeError):
     """The browser died under a session; it was restarted and the session must reset."""
 
 

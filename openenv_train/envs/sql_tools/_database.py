@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from ...core import OpenEnvTrainError
+
 __all__ = ["QueryRefused", "QueryResult", "QueryTimeout", "ReadOnlyDatabase", "shop_database"]
 
 TABLES = ("customers", "products", "orders", "order_items", "reviews")
@@ -31,11 +33,11 @@ _master: sqlite3.Connection | None = None
 _master_lock = threading.Lock()
 
 
-class QueryRefused(ValueError):
+class QueryRefused(OpenEnvTrainError, ValueError):
     """The statement would write, or is not valid SQL for this database."""
 
 
-class QueryTimeout(Exception):
+class QueryTimeout(OpenEnvTrainError):
     """The query ran past its time limit and was stopped."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ...core import OpenEnvTrainError
 from ...pool import (
     AgentLoop,
     ChatPolicy,
@@ -36,7 +37,7 @@ from ._import import import_art
 __all__ = ["ArtRollout", "ArtRolloutError", "make_art_rollout"]
 
 
-class ArtRolloutError(RuntimeError):
+class ArtRolloutError(OpenEnvTrainError, RuntimeError):
     """An episode failed (env, agent or model); ``row`` is its failed TraceRow. ART's gather records it."""
 
     def __init__(self, row: TraceRow) -> None:

@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ...core import lazy_attributes
 from ._actions import ActionFormat, ActionParseError, discover_format
 from ._convert import to_skyrl_generator_output
 from ._register import register_skyrl_env
@@ -26,9 +27,4 @@ __all__ = ["ActionFormat", "ActionParseError", "OpenEnvTextEnv", "discover_forma
            "shutdown_servers", "to_skyrl_generator_output"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "OpenEnvTextEnv":
-        from ._text_env import OpenEnvTextEnv
-
-        return OpenEnvTextEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, lazy={"OpenEnvTextEnv": "._text_env"})

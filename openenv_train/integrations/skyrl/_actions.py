@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...client import Endpoint
+from ...core import OpenEnvTrainError
 from ...policy import parse_tool_calls
 from ...pool import message_action
 from .._discover import action_schema, mcp_tools
@@ -26,7 +27,7 @@ __all__ = ["ActionFormat", "ActionParseError", "discover_format"]
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
-class ActionParseError(ValueError):
+class ActionParseError(OpenEnvTrainError, ValueError):
     """The model's reply is not an action in the env's format; the message says what was wrong."""
 
 

@@ -11,13 +11,15 @@ import keyword
 from collections.abc import Callable
 from typing import Any
 
+from ...core import OpenEnvTrainError
+
 __all__ = ["ToolSchemaError", "make_tool_method"]
 
 _TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
                            "object": dict}
 
 
-class ToolSchemaError(ValueError):
+class ToolSchemaError(OpenEnvTrainError, ValueError):
     """A tool description that cannot become a typed method (an argument without a type, a bad name)."""
 
 

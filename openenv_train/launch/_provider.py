@@ -1,7 +1,7 @@
 """The Provider protocol: what a client needs from whatever starts (or finds) its env server.
 
-The concrete providers (in-process, subprocess, Docker, remote URLs, Unix sockets) live in
-:mod:`openenv_train.launch`, which sits above the server, the catalog, the sandbox and the containers.
+The concrete providers (in-process, subprocess, Docker, remote URLs, Unix sockets) implement it in this package;
+:mod:`openenv_train.client` takes any of them (``EnvClient(provider=...)``) and re-exports the protocol.
 """
 
 from __future__ import annotations
