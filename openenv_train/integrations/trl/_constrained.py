@@ -96,7 +96,7 @@ def grpo_trainer_class(base: type | None = None) -> type:
     The masks are read after each generation from ``allowed_from.last_allowed`` (a keyword argument of the
     trainer; default its ``rollout_func``, so pass the :class:`~openenv_train.integrations.trl.TrlRolloutFunc`
     when ``rollout_func`` wraps it). Its ``use_sampling_logprobs`` attribute (default True) turns the second part
-    off.
+    off; with ``use_vllm`` TRL's own importance-sampling correction does that part instead.
     """
     if base is None:
         from trl import GRPOTrainer as base
@@ -116,7 +116,8 @@ def grpo_trainer_class(base: type | None = None) -> type:
             if positions and any(positions) and len(positions) == completion_ids.size(0):
                 vocab = self.model.get_output_embeddings().weight.size(0)
                 out["allowed_mask"] = _dense(positions, completion_ids.size(1), vocab, completion_ids.device)
-            if self.use_sampling_logprobs and out.get("sampling_per_token_logps") is not None:
+            # with vLLM, TRL corrects for the sampler with its own importance weights: not twice
+            if self.use_sampling_logprobs and not self.use_vllm and out.get("sampling_per_token_logps") is not None:
                 out["old_per_token_logps"] = out["sampling_per_token_logps"]
             return out
 
