@@ -22,7 +22,7 @@ def unseen_words(held: Sequence[str], sft_secrets: Iterable[str], opening: Seque
     """The words of ``held`` that were no SFT secret's opening-pattern mate (never a teacher target), no opening
     word and not in ``guessed``; in ``held``'s order. Without an opening every answer can be a target: none.
 
-    >>> unseen_words(["crane", "pious"], ["brine"], ["stale"])
+    >>> unseen_words(["crane", "pious"], ["drape"], ["stale"])  # drape and crane: XXGXG against stale
     ['pious']
     """
     if not opening:

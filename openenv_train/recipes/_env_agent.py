@@ -35,7 +35,7 @@ def observation_text(observation: Any) -> str:
     >>> observation_text({"info_string": "..x\\n...", "legal_actions": [0, 1], "message": ""})
     '..x\\n...'
     >>> observation_text({"position": 3, "done": False})
-    '{"position": 3}'
+    '{"position":3}'
     """
     fields = _fields(observation)
     note = str(fields.get("message") or "") if fields.get("illegal_action") else ""
