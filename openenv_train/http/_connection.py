@@ -283,6 +283,10 @@ class HttpConnection(asyncio.Protocol):
             self._close()
             return
         transport.write(data)
+        self._next_cycle(conn, close=close)
+
+    def _next_cycle(self, conn: h11.Connection, *, close: bool = False) -> None:
+        """After an answer: close the connection, or wait idle for the next request on it."""
         self.head = False
         if close or conn.our_state is h11.MUST_CLOSE:
             self._close()
@@ -331,16 +335,7 @@ class HttpConnection(asyncio.Protocol):
                 self.streaming = None
                 with contextlib.suppress(Exception):
                     transport.pause_reading()
-        self.head = False
-        if conn.our_state is h11.MUST_CLOSE:
-            self._close()
-            return
-        try:
-            conn.start_next_cycle()
-        except h11.LocalProtocolError:
-            self._close()
-            return
-        self.arm(idle=True)
+        self._next_cycle(conn)
 
     async def _drained(self, transport: asyncio.Transport) -> None:
         """Wait while the transport's buffer is full; a client that reads nothing for the request timeout is

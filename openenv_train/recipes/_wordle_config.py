@@ -161,7 +161,7 @@ class GrpoWordleConfig:
         reserved, rest = (rest[:self.grpo.secrets], rest[self.grpo.secrets:]) if self.grpo.secrets else (rest, rest)
         sft = [rest[i % len(rest)] for i in range(self.sft.episodes)]
         rng = random.Random(self.seed + 1)
-        others = sorted(set(valid_guesses()) - set(words))
+        others = sorted(set(valid_guesses()) - set(words)) if self.grpo.valid_share else []
         grpo = [rng.choice(others if rng.random() < self.grpo.valid_share else reserved)
                 for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
         return held, sft, grpo
