@@ -50,6 +50,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
     readme: ClassVar[str | None] = None
     #: Run sync methods in worker threads because they block.
     blocking: ClassVar[bool] = False
+    #: Names of ``state`` fields a player must not see (Wordle's ``secret``, an opponent's cards): the
+    #: ``serve --web`` playground leaves them out of its State panel unless "show hidden" is ticked.
+    hidden_state_fields: ClassVar[frozenset[str]] = frozenset()
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None,
               **options: Any) -> ObsT | Awaitable[ObsT]:

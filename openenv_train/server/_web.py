@@ -1,7 +1,8 @@
 """``/web``: the playground page of ``serve --web`` (an env's action form, reset/step, observation, history).
 
 The page is static (``openenv_train/web/static/playground``) and talks to this server over ``/ws`` like any
-client; the dynamic files are ``/web/info.json`` (name, description, whether the env is an MCP env) and
+client; the dynamic files are ``/web/info.json`` (name, description, whether the env is an MCP env, the state
+fields a player must not see: ``Environment.hidden_state_fields``) and
 ``/web/render?observation=<JSON>`` (``{"html": ...}``: the env's human view of an observation, or null).
 """
 
@@ -25,7 +26,8 @@ class WebRoutes:
         self.env_cls = env_cls
         meta = env_cls.metadata_info()
         self.info = {"name": meta.name, "description": meta.description, "version": meta.version,
-                     "mcp": issubclass(env_cls, MCPEnvironment)}
+                     "mcp": issubclass(env_cls, MCPEnvironment),
+                     "hidden_state": sorted(env_cls.hidden_state_fields)}
 
     def __call__(self, method: str, target: str) -> tuple[int, Any]:
         """Route one request; ``target`` is the raw request target (path and query)."""

@@ -145,14 +145,21 @@ def echo_web(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def screenshot(tmp_path: Path) -> Any:
-    """``screenshot(driver, name)``: save a PNG of the page under the test's tmp dir (kept by pytest)."""
+    """``screenshot(driver, name)``: save a PNG of the page under the test's tmp dir (kept by pytest).
+
+    With ``OPENENV_TRAIN_SCREENSHOTS=DIR`` a copy also lands in DIR (the docs' pictures: ``docs/images``).
+    """
     out = tmp_path / "screenshots"
+    keep = os.environ.get("OPENENV_TRAIN_SCREENSHOTS")
 
     def save(driver: Any, name: str) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{name}.png"
         driver.save_screenshot(str(path))
         assert path.stat().st_size > 1000, f"screenshot {path} is empty"
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / path.name).write_bytes(path.read_bytes())
         return path
 
     return save

@@ -57,6 +57,16 @@ def test_play_wordle_to_the_end(browser: Any, wordle_web: str, screenshot: Any) 
     assert row[1] == "reset" and json.loads(row[2]) == {"seed": 7}
     assert _json(browser, "observation")["guesses"] == []
     assert browser.find_element(By.ID, "done").text == "false"
+    # the State panel shows what a player may see: Wordle's secret only once "show hidden" is ticked
+    toggle = browser.find_element(By.ID, "show-hidden")
+    assert toggle.is_displayed() and not toggle.is_selected()
+    assert browser.find_element(By.ID, "hidden-names").text == "secret"
+    assert "secret" not in _json(browser, "state") and "max_guesses" in _json(browser, "state")
+    toggle.click()
+    _wait(browser, lambda d: "secret" in json.loads(d.find_element(By.ID, "state").text))
+    assert len(_json(browser, "state")["secret"]) == 5
+    toggle.click()
+    _wait(browser, lambda d: "secret" not in json.loads(d.find_element(By.ID, "state").text))
     screenshot(browser, "wordle-reset")
 
     solver, steps = WordleSolver(), 0

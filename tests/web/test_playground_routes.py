@@ -42,7 +42,8 @@ async def test_web_routes() -> None:
             assert status == 200 and headers["content-type"].startswith(kind) and len(body) > 500
         status, _, body = await _get(f"{server.url}/web/info.json")
         assert json.loads(body) == {"name": "wordle", "description": WordleEnvironment.metadata_info().description,
-                                    "version": WordleEnvironment.version, "mcp": False}
+                                    "version": WordleEnvironment.version, "mcp": False,
+                                    "hidden_state": ["secret"]}
         assert (await _get(f"{server.url}/web/missing.js"))[0] == 404
         assert (await _get(f"{server.url}/web/%2e%2e/_static.py"))[0] == 404
         assert (await _get(f"{server.url}/web/../web/_static.py"))[0] == 404
@@ -56,7 +57,8 @@ async def test_web_routes() -> None:
 
 async def test_mcp_env_info_and_web_off_by_default() -> None:
     async with EnvServer(EchoEnvironment, ServerConfig(port=0, web=True)) as server:
-        assert json.loads((await _get(f"{server.url}/web/info.json"))[2])["mcp"] is True
+        info = json.loads((await _get(f"{server.url}/web/info.json"))[2])
+        assert info["mcp"] is True and info["hidden_state"] == []
     async with EnvServer(EchoEnvironment, ServerConfig(port=0)) as server:
         status, headers, body = await _get(f"{server.url}/web/")
         assert status == 404 and headers["content-type"] == "application/json"

@@ -84,6 +84,7 @@ class WordleEnvironment(Environment[WordleAction, WordleObservation, WordleState
     action_type = WordleAction
     observation_type = WordleObservation
     state_type = WordleState
+    hidden_state_fields = frozenset({"secret"})
     readme: ClassVar[str | None] = (resources.files(_PACKAGE) / "README.md").read_text(encoding="utf-8")
 
     @staticmethod

@@ -4,7 +4,8 @@
 
 const $ = (sel) => document.querySelector(sel);
 const base = new URL("../", location.href);  // the server root, whatever prefix it sits under
-const state = { ws: null, pending: [], schema: null, tools: [], mcp: false, steps: 0, history: 0, rpcId: 0 };
+const state = { ws: null, pending: [], schema: null, tools: [], mcp: false, steps: 0, history: 0, rpcId: 0,
+                hidden: [], lastState: null };
 
 function show(el, value) { el.textContent = JSON.stringify(value, null, 2); }
 
@@ -60,9 +61,22 @@ function errorText(msg) {
   return text;
 }
 
+// The State panel shows what a player may see: the env's hidden fields (info.json's hidden_state, e.g.
+// Wordle's secret) only while "show hidden" is ticked.
+function showState() {
+  const data = state.lastState;
+  if (data === null) return;
+  const showHidden = $("#show-hidden").checked;
+  const visible = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (showHidden || !state.hidden.includes(key)) visible[key] = value;
+  }
+  show($("#state"), visible);
+}
+
 async function refreshState() {
   const reply = await request({ type: "state" }).catch(() => null);
-  if (reply && reply.type === "state") show($("#state"), reply.data);
+  if (reply && reply.type === "state") { state.lastState = reply.data || {}; showState(); }
 }
 
 // -- the action form from a JSON schema ---------------------------------------------------------
@@ -239,6 +253,10 @@ async function main() {
   $("#env-description").textContent = info.description || "";
   document.title = `${info.name} · openenv-train playground`;
   state.mcp = Boolean(info.mcp);
+  state.hidden = info.hidden_state || [];
+  $("#hidden-toggle").hidden = state.hidden.length === 0;
+  $("#hidden-names").textContent = state.hidden.join(", ");
+  $("#show-hidden").addEventListener("change", showState);
   state.schema = schema;
   if (!state.mcp) buildForm(schema.action);
   $("#reset").addEventListener("click", doReset);
