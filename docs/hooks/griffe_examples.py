@@ -1,7 +1,7 @@
 """A griffe extension for the API reference: this code base titles its doctest sections ``Example:``.
 
 Griffe's Google parser knows ``Examples:`` only; under ``Example:`` the ``>>>`` lines would render as prose
-(and their output lists as broken cross-references). The docstring is renamed before it is parsed; a
+(and their output lists as broken cross-references); Sphinx roles (``:class:`X```) render as plain code. The docstring is renamed before it is parsed; a
 docstring with doctests outside any section gets them fenced as ``pycon`` code.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 import griffe
 
 _EXAMPLE = re.compile(r"^(\s*)Example:\s*$", re.MULTILINE)
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj):`~?([^`]+)`")
 
 
 class ExampleSections(griffe.Extension):
@@ -21,7 +22,8 @@ class ExampleSections(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is None:
             return
-        text = obj.docstring.value
+        text = _ROLE.sub(r"`\1`", obj.docstring.value)  # Sphinx roles, as plain code
+        obj.docstring.value = text
         if _EXAMPLE.search(text):
             obj.docstring.value = _EXAMPLE.sub(r"\1Examples:", text)
         elif ">>>" in text and "Examples:" not in text:
