@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,12 +64,13 @@ class Games:
         self.writer.flush()  # on disk before the phase is marked done: a resumed run does not replay it
         return rows
 
-    def play_seeds(self, backend: Any, seeds: Sequence[int], prefix: str) -> list[Any]:
-        """One episode per reset seed; rows in the order of ``seeds``."""
+    def play_seeds(self, backend: Any, seeds: Sequence[int], prefix: str,
+                   options: Mapping[str, Any] | None = None) -> list[Any]:
+        """One episode per reset seed (with the reset ``options`` of every episode); rows in the order of ``seeds``."""
         from ..pool import EpisodeSpec
 
-        return self.play_specs(backend, [EpisodeSpec(f"{prefix}-{i:04d}", {}, seed, f"{prefix}-{i:04d}")
-                                         for i, seed in enumerate(seeds)])
+        return self.play_specs(backend, [EpisodeSpec(f"{prefix}-{i:04d}", dict(options or {}), seed,
+                                                     f"{prefix}-{i:04d}") for i, seed in enumerate(seeds)])
 
     def close(self) -> None:
         """Stop the pool, the policy endpoint and the writer (each even when an earlier one fails)."""

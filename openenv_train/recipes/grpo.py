@@ -58,6 +58,9 @@ class EpisodeSection:
     """Restrict every reply to the env's published legal actions (``guided_choice``), in every phase."""
     system_prompt: str | None = None
     """A first system message for every episode (e.g. the rules, for a pretrained ``model.path``)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Reset options of every episode, training and held-out (e.g. ``{rows: 5}`` for catch); the env's own
+    defaults where empty."""
 
     def __post_init__(self) -> None:
         if self.sandbox not in ("on", "auto", "off"):
@@ -154,7 +157,7 @@ def _evaluate(games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: 
     temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
     backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
                             max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
-    rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}")
+    rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}", cfg.episode.options)
     check_games(rows, f"the {LABELS[phase]} evaluation", out)
     result = phase_summary([_episode_metrics(r) for r in rows], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
     result["failed_episodes"] = sum(not row.ok for row in rows)
@@ -192,7 +195,7 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
         if state.done("grpo"):
             model = AutoModelForCausalLM.from_pretrained(final)
         else:
-            prompts = [{"seed": s} for s in cfg.train_seeds()]
+            prompts = [{**cfg.episode.options, "seed": s} for s in cfg.train_seeds()]
             model, record = train_grpo(model, tokenizer, games, prompts, cfg.grpo, out, metrics=metrics,
                                        reward_weights={"env": 1.0}, row_metrics=_episode_metrics, seed=cfg.seed,
                                        show_progress=cfg.show_progress, verbose=cfg.verbose)

@@ -27,9 +27,9 @@ def test_masked_logprobs_renormalise_over_the_allowed_tokens() -> None:
     assert entropy is not None and entropy[0, 1] == 0.0 and entropy[0, 0] > 0
 
 
-def _step(tmp_path: Path, trainer_class: Any, name: str) -> list[tuple[Any, Any, Any, Any]]:
+def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> list[tuple[Any, Any, Any, Any, Any]]:
     """One GRPO step on constrained Wordle games; per loss call (trainer logprobs, sampled logprobs, loss mask,
-    allowed mask)."""
+    allowed mask, reference logprobs or None)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
@@ -39,7 +39,7 @@ def _step(tmp_path: Path, trainer_class: Any, name: str) -> list[tuple[Any, Any,
     path = build_tiny_model(tmp_path / "tiny", tokenizer="char", init_range=0.2)
     rollout = make_rollout_func("wordle", agent=WordleAgent(constrained=True),
                                 config=PoolConfig(num_actors=1, max_turns=3, run_id=name), per_turn_tokens=8)
-    seen: list[tuple[Any, Any, Any, Any]] = []
+    seen: list[tuple[Any, Any, Any, Any, Any]] = []
 
     class Recording(trainer_class):  # type: ignore[misc, valid-type]
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
@@ -51,12 +51,13 @@ def _step(tmp_path: Path, trainer_class: Any, name: str) -> list[tuple[Any, Any,
             self._allowed = inputs.get("allowed_mask")
             logps, _, _ = self._get_per_token_logps_and_entropies(model, ids, att, completion.size(1))
             mask = inputs["completion_mask"] * inputs["tool_mask"]
-            seen.append((logps.detach(), inputs["sampling_per_token_logps"], mask, inputs.get("allowed_mask")))
+            seen.append((logps.detach(), inputs["sampling_per_token_logps"], mask, inputs.get("allowed_mask"),
+                         inputs.get("ref_per_token_logps")))
             return super()._compute_loss(model, inputs)
 
     config = GRPOConfig(output_dir=str(tmp_path / name), per_device_train_batch_size=4, num_generations=2,
                         max_completion_length=48, max_steps=1, bf16=False, report_to=[], logging_steps=1,
-                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=0.0, learning_rate=1e-3)
+                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=beta, learning_rate=1e-3)
     dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}])
     trainer = Recording(model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
                         reward_funcs=[field_reward("env")], args=config, train_dataset=dataset, rollout_func=rollout)
@@ -72,20 +73,22 @@ def test_the_trainer_scores_tokens_under_the_mask_they_were_sampled_with(tmp_pat
     import torch
     from trl import GRPOTrainer
 
-    ours = _step(tmp_path, grpo_trainer_class(), "masked")
+    ours = _step(tmp_path, grpo_trainer_class(), "masked", beta=0.1)
     assert ours, "the trainer computed no loss"
-    for logps, sampled, mask, allowed in ours:
+    for logps, sampled, mask, allowed, ref in ours:
         assert allowed is not None
         on = mask.bool()
         assert on.sum() > 20
         # before the first optimiser step the trainer's policy is the sampling policy: the same logprobs
         assert torch.allclose(logps[on], sampled[on], atol=1e-5), (logps[on] - sampled[on]).abs().max()
+        # and so is the reference of the KL term, under the same mask (unmasked, its KL would not start at 0)
+        assert ref is not None and torch.allclose(ref[on], sampled[on], atol=1e-5), (ref[on] - sampled[on]).abs().max()
         forced = allowed.sum(-1) == 1
         assert (forced & on).any() and torch.all(logps[forced & on] == 0.0)
 
     # TRL's own log-softmax over the whole vocabulary is another distribution (the bug this trainer fixes)
     plain = _step(tmp_path, GRPOTrainer, "plain")
-    gaps = [(logps - sampled)[mask.bool()].abs().max() for logps, sampled, mask, _ in plain]
+    gaps = [(logps - sampled)[mask.bool()].abs().max() for logps, sampled, mask, _, _ in plain]
     assert max(gaps) > 0.1
 
 

@@ -104,22 +104,36 @@ def grpo_trainer_class(base: type | None = None) -> type:
     class ConstrainedGRPOTrainer(base):  # type: ignore[misc, valid-type]
         use_sampling_logprobs = True
         _allowed: torch.Tensor | None = None
+        _generating = False
+        _generation_mask: torch.Tensor | None = None
 
         def __init__(self, *args: Any, allowed_from: Any = None, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.allowed_from = allowed_from if allowed_from is not None else self.rollout_func
 
         def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
-            out = super()._generate_and_score_completions(inputs)
-            positions = getattr(self.allowed_from, "last_allowed", None)
-            completion_ids = out["completion_ids"]
-            if positions and any(positions) and len(positions) == completion_ids.size(0):
-                vocab = self.model.get_output_embeddings().weight.size(0)
-                out["allowed_mask"] = _dense(positions, completion_ids.size(1), vocab, completion_ids.device)
+            # the reference (and any old-policy) logprobs TRL computes here, after the rollout, are masked too
+            self._generating = True
+            try:
+                out = super()._generate_and_score_completions(inputs)
+            finally:
+                self._generating, self._generation_mask = False, None
+            allowed = self._rollout_mask(out["completion_ids"].size(0), out["completion_ids"].size(1),
+                                         out["completion_ids"].device)
+            if allowed is not None:
+                out["allowed_mask"] = allowed
             # with vLLM, TRL corrects for the sampler with its own importance weights: not twice
             if self.use_sampling_logprobs and not self.use_vllm and out.get("sampling_per_token_logps") is not None:
                 out["old_per_token_logps"] = out["sampling_per_token_logps"]
             return out
+
+        def _rollout_mask(self, rows: int, length: int, device: torch.device) -> torch.Tensor | None:
+            """The last rollout's allowed-token mask, (rows, length, vocab); None when it was unconstrained."""
+            positions = getattr(self.allowed_from, "last_allowed", None)
+            if not positions or not any(positions) or len(positions) != rows:
+                return None
+            vocab = self.model.get_output_embeddings().weight.size(0)
+            return _dense(positions, length, vocab, device)
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             self._allowed = inputs.get("allowed_mask")
@@ -133,6 +147,10 @@ def grpo_trainer_class(base: type | None = None) -> type:
                                                batch_size: int | None = None, compute_entropy: bool = False,
                                                compute_aux_loss: bool = False, **kwargs: Any) -> Any:
             allowed = self._allowed
+            if allowed is None and self._generating:
+                if self._generation_mask is None:
+                    self._generation_mask = self._rollout_mask(input_ids.size(0), logits_to_keep, input_ids.device)
+                allowed = self._generation_mask
             if allowed is None or compute_aux_loss or any(v is not None for v in kwargs.values()):
                 return super()._get_per_token_logps_and_entropies(
                     model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
