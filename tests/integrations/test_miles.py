@@ -166,3 +166,36 @@ async def test_miles_own_request_kwargs(servers: tuple[str, str, CaptureStore], 
     turn = next(r for r in run.rows if r.trace_id == won["openenv_trace_id"]).trace.turns[0]
     # Miles' sampling fields reached the endpoint under their OpenAI names
     assert turn.metadata["sampling_requested"] == {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16, "seed": 3}
+
+
+@pytest.mark.timeout(300)
+async def test_run_with_the_tiny_local_model(tmp_path: Path) -> None:
+    """A sampled (not scripted) policy: every turn captured with its token ids and logprobs; a Miles sample of it
+    where miles imports."""
+    pytest.importorskip("torch", reason="torch is not installed")
+    from openenv_train.policy import LocalBackend, build_tiny_model
+
+    store = CaptureStore()
+    run = make_miles_agent_function("wordle", capture=store, config=PoolConfig(num_actors=1, max_turns=2, run_id="tiny"))
+    async with PolicyServer(LocalBackend(str(build_tiny_model(tmp_path / "tiny", seed=0))), capture=store,
+                            token="") as server:
+        try:
+            result = await run(base_url=server.url, prompt="", metadata={"reset": {"task": "crane"}, "seed": 1},
+                               request_kwargs={"temperature": 1.0, "max_tokens": 8, "seed": 1})
+        finally:
+            await run.aclose()
+    row = run.rows[-1]
+    assert result["openenv_ok"] and result["openenv_trace_id"] == row.trace_id
+    assert result["openenv_turns"] == len(row.trace.turns) >= 1 and result["openenv_reward"] == row.reward
+    for turn in row.trace.turns:
+        assert 0 < len(turn.completion_token_ids) <= 8 == turn.metadata["sampling_requested"]["max_tokens"]
+        assert len(turn.per_token_logps) == len(turn.completion_token_ids)
+        assert all(lp <= 0.0 for lp in turn.per_token_logps) and any(lp < 0.0 for lp in turn.per_token_logps)
+    assert await reward_func(Namespace(), SimpleNamespace(metadata=result)) == (row.reward or 0.0)
+    if not MILES_MISSING:
+        from openenv_train.integrations import flatten_turns
+
+        sample, flat = to_miles_sample(row), flatten_turns(row.trace.turns)
+        assert (sample.rollout_log_probs, sample.loss_mask) == (flat.logprobs, flat.env_mask)
+        sampled = [lp for lp, mask in zip(sample.rollout_log_probs, sample.loss_mask, strict=True) if mask]
+        assert sampled == [lp for t in row.trace.turns[: flat.turns_used] for lp in t.per_token_logps]
