@@ -131,6 +131,20 @@ async def test_serve_inside_the_folder_and_stop_with_sigterm(folder: Path, tmp_p
         stop(server)
 
 
+async def test_local_process_provider_over_a_unix_socket(folder: Path) -> None:
+    provider = LocalProcessProvider(str(folder), transport="unix", env_vars={"PYTHONPATH": str(ROOT)})
+    endpoint = await provider.start()
+    try:
+        assert endpoint.uds is not None and Path(endpoint.uds).is_socket()
+        async with MCPToolClient(uds=endpoint.uds) as tools:
+            await tools.reset(seed=0)
+            assert await tools.call_tool("add_event", title="standup", day="monday") == {"added": 1}
+            assert (await tools.state())["events"] == 1
+    finally:
+        await provider.stop()
+    assert not Path(endpoint.uds).exists()
+
+
 def test_serve_refuses_workers_for_an_app_of_its_own(folder: Path) -> None:
     done = cli("serve", str(folder), "--workers", "2")
     assert done.returncode == 2 and "served by its own app" in done.stderr and "drop --workers" in done.stderr
