@@ -221,7 +221,8 @@ class AsgiServer:
 
 
 def _server_class(uvicorn: Any) -> Any:
-    """uvicorn's Server that signals when its startup is done and leaves signal handling to its owner."""
+    """uvicorn's Server that signals when its startup is done, leaves signal handling to its owner and does not exit
+    the process when the app's startup fails."""
 
     class _Server(uvicorn.Server):  # type: ignore[misc, name-defined]
         def __init__(self, config: Any) -> None:
@@ -233,7 +234,11 @@ def _server_class(uvicorn: Any) -> Any:
             yield  # signals are ours: run_asgi_server handles SIGTERM/SIGINT, an in-process server has none
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
+            try:
+                await super().startup(sockets=sockets)
+            except SystemExit:  # uvicorn exits the process when the app's startup fails: here, a start error
+                self.should_exit = True
+                return
             self.ready.set()
 
     return _Server

@@ -72,6 +72,33 @@ def test_an_app_that_is_no_asgi_app_says_what_it_is(tmp_path: Path) -> None:
         load_env_target(str(folder))
 
 
+FAILING_STARTUP = """
+import contextlib
+
+from fastapi import FastAPI
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    raise RuntimeError("no database")
+    yield
+
+
+app = FastAPI(lifespan=lifespan)
+"""
+
+
+async def test_an_app_whose_startup_fails_is_a_start_error(tmp_path: Path) -> None:
+    folder = write_app_folder(tmp_path, "broken_app_env", app=FAILING_STARTUP)
+    provider = InProcessProvider(str(folder))
+    with pytest.raises(ServerStartError, match="broken_app_env did not start: its startup failed"):
+        await provider.start()
+    assert not provider.started
+    done = cli("serve", str(folder), "--port", "0")
+    assert done.returncode == 1 and "did not start: its startup failed" in done.stderr
+    assert "RuntimeError: no database" in done.stderr  # the app's own traceback says why
+
+
 async def test_in_process_provider_serves_the_app_on_loopback(folder: Path) -> None:
     provider = InProcessProvider(str(folder))
     endpoint = await provider.start()
