@@ -123,7 +123,8 @@ class LocalProcessProvider(Provider):
     """Runs ``python -m openenv_train.cli serve ENV`` in its own process group.
 
     Args:
-        env: catalog name or ``package.module:ClassName``.
+        env: catalog name, ``package.module:ClassName`` or env folder (one whose app is a plain FastAPI app with
+            routes of its own is served as it is).
         transport: ``"tcp"`` (loopback port) or ``"unix"`` (socket in a private temp directory).
         max_sessions: the server's session cap (default: the server's).
         startup_timeout_s: limit on the server becoming healthy.
