@@ -12,6 +12,7 @@ PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client"
             "openenv_train.sandbox", "openenv_train.trace", "openenv_train.harbor", "openenv_train.policy", "openenv_train.pool",
             "openenv_train.rubrics", "openenv_train.evals", "openenv_train.integrations",
             "openenv_train.integrations.trl", "openenv_train.integrations.skyrl", "openenv_train.integrations.art",
+            "openenv_train.integrations.miles",
             "openenv_train.web", "openenv_train.cli"]
 
 

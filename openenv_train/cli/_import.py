@@ -1,9 +1,11 @@
 """``openenv-train import SOURCE``: bring an OpenEnv env folder (or Space) or a folder of Harbor tasks in.
 
 - An OpenEnv env folder (``openenv.yaml`` + ``server/app.py`` calling OpenEnv's ``create_app``, in any form) is
-  copied unchanged next to a generated adapter module whose Environment wraps theirs (``load_env_folder``), so
-  openenv-train's server, clients and pool serve it. Dependencies its ``pyproject.toml`` declares and this Python
-  lacks are named with the exact ``pip install`` line (``--install`` runs it).
+  copied unchanged next to a generated adapter module whose Environment wraps theirs (``load_env_folder_target``),
+  so openenv-train's server, clients and pool serve it. A folder whose app is a plain FastAPI app with routes of its
+  own (``runtime: fastapi``, no ``create_app``) is copied the same way; its adapter holds the app, served as it is.
+  Dependencies its ``pyproject.toml`` declares and this Python lacks are named with the exact ``pip install``
+  line (``--install`` runs it).
 - A Space (``https://huggingface.co/spaces/USER/NAME`` or any git URL) is cloned first, when reachable.
 - A Harbor task folder, or a folder of them, becomes a dataset folder of checked task copies plus
   ``tasks.json``, ready for ``openenv-train harbor run DIR``.
@@ -68,9 +70,11 @@ def _clone(url: str, into: Path) -> Path:
 _CHECK = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from openenv_train.server import MCPEnvironment
+from openenv_train.server import AsgiApp, MCPEnvironment
 cls = getattr(__import__(sys.argv[2]), sys.argv[3])
-print(json.dumps({"class": cls.__qualname__, "mcp": issubclass(cls, MCPEnvironment)}))
+asgi = isinstance(cls, AsgiApp)
+print(json.dumps({"class": type(cls.app).__name__ if asgi else cls.__qualname__, "asgi": asgi,
+                  "mcp": not asgi and issubclass(cls, MCPEnvironment)}))
 """
 
 
@@ -128,6 +132,12 @@ def _import_env(folder: Path, out: Path, install: bool = False) -> list[str]:
     rendered[0].rename(out / f"{adapter}.py")
     cls = replacements(name)["__ENV_CLASS_NAME__"] + "Adapter"
     info = _check_adapter(name, out, adapter, cls, _static_names(app_file))
+    if info.get("asgi"):
+        return [*lines, f"imported the OpenEnv env {name!r} into {out}: its own {info['class']} app with routes of its "
+                        "own, served as it is (under uvicorn)",
+                f"serve: openenv-train serve {out / name}   (or: cd {out} && PYTHONPATH=. openenv-train serve "
+                f"{adapter}:{cls})",
+                f"use in code: InProcessProvider('{out / name}') or env='{out / name}'"]
     kind = "an MCP env (its tools are listed on /mcp and in list_tools steps)" if info["mcp"] else "a typed env"
     return [*lines, f"imported the OpenEnv env {name!r} into {out}: {kind}",
             f"serve: cd {out} && PYTHONPATH=. openenv-train serve {adapter}:{cls}   (or: openenv-train serve {out / name})",

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core import EnvLoadError, config_argv
+from ..core import EnvLoadError, ServerStartError, config_argv
 from ..server import ServerConfig
 from ._app import app, err, fail
 from ._options import config_values, with_config_options
@@ -32,10 +32,11 @@ def serve(
 ) -> None:
     """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp.
 
-    The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields.
+    The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields. An env
+    folder whose app is a plain FastAPI app with routes of its own is served as it is, under uvicorn.
     """
-    from ..envs import load_env_class
-    from ..server import run_server
+    from ..envs import load_env_target
+    from ..server import AsgiApp, run_asgi_server, run_server
 
     values = config_values(ServerConfig, config)
     uds, token_file = values["uds"], values["token_file"]
@@ -45,11 +46,14 @@ def serve(
                        "env folder (one with openenv.yaml)", code=2)
         env = "."
     try:
-        env_cls = load_env_class(env)
+        env_cls = load_env_target(env)
     except EnvLoadError as exc:
         raise fail(str(exc), code=2) from None
     if workers < 1:
         raise fail(f"--workers must be >= 1, got {workers}", code=2)
+    if workers > 1 and isinstance(env_cls, AsgiApp):
+        raise fail(f"{env} is served by its own app (routes of its own), in one process; drop --workers, or run one "
+                   "server per port", code=2)
     if workers > 1:
         if uds or sandbox or reload:
             raise fail("--workers shares one TCP port between processes; it does not combine with --uds, --sandbox "
@@ -70,6 +74,12 @@ def serve(
         config_obj = ServerConfig(**values)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
+    if isinstance(env_cls, AsgiApp):  # an env folder's plain FastAPI app: its own routes, under uvicorn
+        try:
+            run_asgi_server(env_cls, config_obj, parent_pid=parent_pid, ready_file=ready_file)
+        except ServerStartError as exc:
+            raise fail(str(exc)) from None
+        return
     run_server(env_cls, config_obj, parent_pid=parent_pid, ready_file=ready_file)
 
 
@@ -106,7 +116,7 @@ def _serve_sandboxed(env: str, uds: str | None, ready_file: str | None, options:
     return process.wait()
 
 
-def _watch_root(env: str, env_cls: type) -> str:
+def _watch_root(env: str, env_cls: Any) -> str:
     """The folder ``--reload`` watches: a catalog env's package, a ``module:Class``'s top-level package."""
     import importlib.util
     import sys

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -9,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
-from ..server import Environment, load_class
+from ..server import AsgiApp, Environment, is_asgi_app, load_class
 from .spiel_table import GAMES as SPIEL_GAMES
 from .textarena_table import TEXTARENA_GAMES
 
-__all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "register"]
+__all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "load_env_target", "register"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,40 @@ def load_env_class(name_or_path: str) -> type[Environment[Any, Any, Any]]:
     if ":" in name_or_path:
         return load_class(name_or_path)
     return get_spec(name_or_path).load()
+
+
+def load_env_target(name_or_path: str) -> type[Environment[Any, Any, Any]] | AsgiApp:
+    """As :func:`load_env_class`, but an env's own ASGI app (routes of its own) is given as an
+    :class:`~openenv_train.server.AsgiApp`, to be served as it is (``openenv-train serve``, the providers): the app of
+    an env folder that is neither our Environment nor an OpenEnv ``create_app`` app, or a ``module:attr`` naming an
+    ``AsgiApp`` or an ASGI app (a FastAPI app)."""
+    if is_env_folder(name_or_path):
+        from ._openenv import load_env_folder_target
+
+        return load_env_folder_target(Path(name_or_path).expanduser())
+    if ":" not in name_or_path:
+        return load_env_class(name_or_path)
+    try:
+        return load_class(name_or_path)
+    except EnvLoadError as exc:
+        found = _attribute(name_or_path)
+        if isinstance(found, AsgiApp):
+            return found
+        if is_asgi_app(found):
+            return AsgiApp(found, name=name_or_path.partition(":")[2], source=name_or_path)
+        raise exc from None
+
+
+def _attribute(path: str) -> Any:
+    """The object ``module:attr`` names, None when it does not import (load_class said why)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    return obj
 
 
 register(EnvSpec(

@@ -5,7 +5,8 @@ folders) or a FastAPI app built by OpenEnv's ``create_app``. For the latter the 
 and observation classes are found in the app itself (the routes' handlers hold OpenEnv's server object), so
 ``create_app`` may be given a class, a factory function, keyword arguments, or be wrapped in helpers. The
 wrapping Environment converts their observations (pydantic models, dataclasses, dicts) to ours and, for
-OpenEnv MCP envs, lists and calls their tools, so they appear in our ``/mcp`` ``tools/list`` too.
+OpenEnv MCP envs, lists and calls their tools, so they appear in our ``/mcp`` ``tools/list`` too. Any other ASGI
+app (a plain FastAPI app with routes of its own) is served as it is (``load_env_folder_target``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,16 @@ from ..core import (
     ToolError,
     ToolErrorType,
 )
-from ..server import Environment, MCPEnvironment, ToolCallFailed
+from ..server import AsgiApp, Environment, MCPEnvironment, ToolCallFailed, is_asgi_app
 
-__all__ = ["OpenEnvObservation", "find_openenv_server", "load_env_folder", "wrap_openenv_app", "wrap_openenv_env"]
+__all__ = [
+    "OpenEnvObservation",
+    "find_openenv_server",
+    "load_env_folder",
+    "load_env_folder_target",
+    "wrap_openenv_app",
+    "wrap_openenv_env",
+]
 
 _ENVELOPE = ("done", "reward", "metadata")
 
@@ -255,13 +263,8 @@ def _import_app(folder: Path, module: str, attr: str, package: str) -> Any:
                        f"(pip install -e {folder}) or fix openenv.yaml's 'app'")
 
 
-def load_env_folder(path: str | Path) -> type[Environment[Any, Any, Any]]:
-    """The Environment class that serves the env folder at ``path`` (its ``openenv.yaml`` names the app).
-
-    Raises:
-        EnvLoadError: no manifest, an app that does not import, or an app that is no env; the message says
-            what was tried and what to do.
-    """
+def _folder_app(path: str | Path) -> tuple[Path, str, str, Any]:
+    """The env folder, its name, ``module:attr`` and the app its ``openenv.yaml`` names, imported."""
     folder = Path(path).resolve()
     manifest_path = folder / "openenv.yaml"
     if not manifest_path.is_file():
@@ -273,10 +276,43 @@ def load_env_folder(path: str | Path) -> type[Environment[Any, Any, Any]]:
     module, _, attr = str(manifest.get("app") or "server.app:app").partition(":")
     name = str(manifest.get("name") or folder.name)
     app = _import_app(folder, module, attr or "app", folder.name)
+    return folder, name, f"{module}:{attr or 'app'}", app
+
+
+def load_env_folder_target(path: str | Path) -> type[Environment[Any, Any, Any]] | AsgiApp:
+    """What serves the env folder at ``path``: an Environment class, or the folder's own ASGI app.
+
+    The app ``openenv.yaml`` names is our Environment class (``openenv-train init`` folders), an OpenEnv
+    ``create_app`` app (wrapped in an Environment of ours), or any other ASGI app, such as a plain FastAPI app with
+    routes of its own (``runtime: fastapi``), returned as an :class:`~openenv_train.server.AsgiApp` to be served as
+    it is (:class:`~openenv_train.server.AsgiServer`).
+
+    Raises:
+        EnvLoadError: no manifest, an app that does not import, or an app that is none of these.
+    """
+    folder, name, where, app = _folder_app(path)
     if isinstance(app, type) and issubclass(app, Environment):
         return app
     try:
         return wrap_openenv_app(app, name=name)
     except EnvLoadError as exc:
-        raise EnvLoadError(f"{folder}: openenv.yaml's app {module}:{attr} is neither an openenv-train Environment "
-                           f"class nor an OpenEnv create_app app ({exc})") from None
+        if is_asgi_app(app):
+            return AsgiApp(app, name=name, source=str(folder))
+        raise EnvLoadError(f"{folder}: openenv.yaml's app {where} is neither an openenv-train Environment class, an "
+                           f"OpenEnv create_app app nor an ASGI app ({exc})") from None
+
+
+def load_env_folder(path: str | Path) -> type[Environment[Any, Any, Any]]:
+    """The Environment class that serves the env folder at ``path`` (its ``openenv.yaml`` names the app).
+
+    Raises:
+        EnvLoadError: no manifest, an app that does not import, or an app that is no env (a plain ASGI app with
+            routes of its own is served as it is: :func:`load_env_folder_target`); the message says what was tried
+            and what to do.
+    """
+    target = load_env_folder_target(path)
+    if isinstance(target, AsgiApp):
+        raise EnvLoadError(f"{target.source}: openenv.yaml's app is a plain ASGI app with routes of its own, not an "
+                           "Environment; serve it as it is: 'openenv-train serve FOLDER', InProcessProvider(FOLDER) or "
+                           "LocalProcessProvider(FOLDER)")
+    return target

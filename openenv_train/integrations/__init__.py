@@ -1,10 +1,13 @@
-"""Trainer adapters: TRL, SkyRL, ART, Unsloth (see DESIGN.md).
+"""Trainer adapters: TRL, SkyRL, ART, Miles, Unsloth (see DESIGN.md).
 
 - :mod:`openenv_train.integrations.trl`: GRPOTrainer ``rollout_func``, reward functions, SFT datasets.
 - :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output; any env as a SkyRL
   ``BaseTextEnv`` (:func:`~openenv_train.integrations.skyrl.register_skyrl_env`).
 - :mod:`openenv_train.integrations.art`: trace rows -> ``art.Trajectory``/``TrajectoryGroup``, and
   :func:`~openenv_train.integrations.art.make_art_rollout` for ART's training loop (ART imported lazily).
+- :mod:`openenv_train.integrations.miles`: any env as Miles' custom agent function
+  (:func:`~openenv_train.integrations.miles.make_miles_agent_function`) and reward function, captured episodes as
+  Miles ``Sample`` objects; a torchforge recipe in its docstring (``miles`` imported lazily).
 - :mod:`openenv_train.integrations.unsloth`: ``load_model`` with Unsloth on a GPU, else plain transformers.
 - :mod:`openenv_train.integrations.openenv_traces`: traces both ways with OpenEnv's harness (collect jsonl in,
   TrainingTrace out).

@@ -40,7 +40,12 @@ __all__ = [
 
 # -- in-process ---------------------------------------------------------------------------------------
 class InProcessProvider(Provider):
-    """Runs an :class:`~openenv_train.server.EnvServer` on its own event loop in a daemon thread."""
+    """Runs an :class:`~openenv_train.server.EnvServer` on its own event loop in a daemon thread.
+
+    ``env`` is an Environment class, a catalog name, ``module:Class`` or an env folder; a folder whose app is a plain
+    ASGI app (routes of its own), or an ASGI app object, is served as it is by an
+    :class:`~openenv_train.server.AsgiServer` (uvicorn) on the port asked for.
+    """
 
     def __init__(self, env: Any, *, max_sessions: int | None = None, **config: Any) -> None:
         self.env = env
@@ -51,12 +56,14 @@ class InProcessProvider(Provider):
         self._runner: EventLoopThread | None = None
 
     async def start(self) -> Endpoint:
-        from ..server import EnvServer, ServerConfig
+        from ..server import AsgiApp, AsgiServer, EnvServer, ServerConfig
 
         env_cls = _resolve_env_class(self.env)
 
         async def boot() -> str:
-            self.server = EnvServer(env_cls, ServerConfig(**self.config))
+            config = ServerConfig(**self.config)
+            # an env folder's own ASGI app (routes of its own) runs as it is, under uvicorn
+            self.server = AsgiServer(env_cls, config) if isinstance(env_cls, AsgiApp) else EnvServer(env_cls, config)
             await self.server.start()
             return str(self.server.url)
 
@@ -83,8 +90,13 @@ class InProcessProvider(Provider):
 
 
 def _resolve_env_class(env: Any) -> Any:
+    """An Environment class, or an :class:`~openenv_train.server.AsgiApp` for an env's own ASGI app."""
+    from ..server import AsgiApp, is_asgi_app
+
     if isinstance(env, str):
         return resolve_env(env)  # the catalog sits above launch: openenv_train.envs lends its lookup
+    if is_asgi_app(env):  # an ASGI app object (a FastAPI app) given directly
+        return AsgiApp(env, name=type(env).__name__)
     return env
 
 
@@ -111,7 +123,8 @@ class LocalProcessProvider(Provider):
     """Runs ``python -m openenv_train.cli serve ENV`` in its own process group.
 
     Args:
-        env: catalog name or ``package.module:ClassName``.
+        env: catalog name, ``package.module:ClassName`` or env folder (one whose app is a plain FastAPI app with
+            routes of its own is served as it is).
         transport: ``"tcp"`` (loopback port) or ``"unix"`` (socket in a private temp directory).
         max_sessions: the server's session cap (default: the server's).
         startup_timeout_s: limit on the server becoming healthy.

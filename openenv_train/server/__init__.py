@@ -1,5 +1,10 @@
-"""Environment base classes and the env server (WebSocket ``/ws`` plus the HTTP routes of OpenEnv)."""
+"""Environment base classes and the env server (WebSocket ``/ws`` plus the HTTP routes of OpenEnv).
 
+An env that brings its own ASGI app (a plain FastAPI app of an OpenEnv env folder) is served as it is by
+:class:`AsgiServer` (uvicorn).
+"""
+
+from ._asgi import AsgiApp, AsgiServer, is_asgi_app, run_asgi_server
 from ._environment import Environment, EnvSpecInfo
 from ._loader import load_class
 from ._mcp_environment import MCPEnvironment, ToolCallFailed, ToolSpec, result_payload, tool
@@ -8,6 +13,8 @@ from ._server import EnvServer, ServerConfig
 from ._workers import serve_workers
 
 __all__ = [
+    "AsgiApp",
+    "AsgiServer",
     "EnvServer",
     "EnvSpecInfo",
     "Environment",
@@ -15,8 +22,10 @@ __all__ = [
     "ServerConfig",
     "ToolCallFailed",
     "ToolSpec",
+    "is_asgi_app",
     "load_class",
     "result_payload",
+    "run_asgi_server",
     "run_server",
     "serve_workers",
     "tool",
