@@ -41,7 +41,7 @@ from ._errors import (
     SessionFailed,
 )
 from ._lazy import REMOVED_IN, OpenEnvTrainDeprecationWarning, lazy_attributes, moved_names
-from ._loop import EventLoopThread, LoopThread, run_on_loop
+from ._loop_threads import EventLoopThread, LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
     CallToolAction,

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from ._budget import Budget, PhaseLine, budget_callback
-from ._games import Games, check_games
+from ._rollout_setup import Games, check_games
 from ._report import MetricsLog
 from ._training import cpu_settings, log_callback, quiet_trainer
 

@@ -31,7 +31,7 @@ from rich.console import Console
 
 from ._budget import Budget, PhaseLine, budget_callback
 from ._config import load_run_config
-from ._games import GamesFailed, WordleGames, check_games
+from ._rollout_setup import GamesFailed, WordleGames, check_games
 from ._grpo import train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
 from ._run_state import RunState

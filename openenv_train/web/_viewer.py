@@ -17,7 +17,7 @@ from typing import Any
 from ..core import EventLoopThread
 from ..http import HttpRequest, HttpResponse, HttpServer
 from ._api import ViewerApi, _error
-from ._dataset import TraceIndex
+from ._trace_index import TraceIndex
 
 __all__ = ["ViewerApi", "ViewerServer"]
 
