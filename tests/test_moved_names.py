@@ -30,6 +30,7 @@ MOVED = {
         "docker_available": "openenv_train.containers",
     },
     "openenv_train.web": {"Asset": "openenv_train.http"},
+    "openenv_train.core": dict.fromkeys(["EventLoopThread", "LoopThread", "run_on_loop"], "openenv_train.loops"),
     "openenv_train.envs.spiel_table": dict.fromkeys(["GAMES", "SpielGame"], "openenv_train.envs.pyspiel_games"),
     "openenv_train.envs.textarena_table": dict.fromkeys(["TEXTARENA_GAMES", "TextArenaGame"],
                                                         "openenv_train.envs.textarena_games"),
