@@ -30,7 +30,22 @@ MOVED = {
         "docker_available": "openenv_train.containers",
     },
     "openenv_train.web": {"Asset": "openenv_train.http"},
+    "openenv_train.core": dict.fromkeys(["EventLoopThread", "LoopThread", "run_on_loop"], "openenv_train.loops"),
+    "openenv_train.envs.spiel_table": dict.fromkeys(["GAMES", "SpielGame"], "openenv_train.envs.pyspiel_games"),
+    "openenv_train.envs.textarena_table": dict.fromkeys(["TEXTARENA_GAMES", "TextArenaGame"],
+                                                        "openenv_train.envs.textarena_games"),
 }
+#: Modules that moved whole: each name the new module exports imports from the old one, with a warning.
+MOVED_MODULES = {
+    "openenv_train.envs.openspiel": "openenv_train.envs.python_games",
+    "openenv_train.envs.openspiel.client": "openenv_train.envs.python_games.client",
+    "openenv_train.envs.spiel": "openenv_train.envs.pyspiel_games",
+    "openenv_train.envs.spiel.client": "openenv_train.envs.pyspiel_games.client",
+    "openenv_train.envs.family": "openenv_train.envs.family_clients",
+    "openenv_train.envs.sandboxing": "openenv_train.envs.run_limits",
+}
+for _old, _new in MOVED_MODULES.items():
+    MOVED[_old] = dict.fromkeys(importlib.import_module(_new).__all__, _new)
 CASES = [(old, name, new) for old, names in MOVED.items() for name, new in names.items()]
 
 

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core import LoopThread
+from ..loops import LoopThread
 
 if TYPE_CHECKING:
     from ._client import EnvClient

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-
+from ._cli import docker_command
 from ._context import BuildContext
 
 __all__ = ["LABEL_ENV", "LABEL_TRANSPORT", "build_image", "default_tag"]
@@ -30,12 +29,12 @@ def build_image(context: BuildContext, tag: str, *, docker: str = "docker", quie
     Raises:
         RuntimeError: the build failed (message ends with the build's output).
     """
-    cmd = [docker, "build", "-t", tag]
+    cmd = ["build", "-t", tag]
     if context.deps != "index":
         cmd += ["--network", "none"]
     if quiet:
         cmd.append("-q")
-    done = subprocess.run([*cmd, str(context.path)], capture_output=True, text=True, timeout=timeout_s)
+    done = docker_command([*cmd, str(context.path)], docker=docker, timeout_s=timeout_s)
     if done.returncode != 0:
         raise RuntimeError(f"docker build of {tag} failed:\n{(done.stdout + done.stderr).strip()[-3000:]}")
     return tag

@@ -41,7 +41,6 @@ from ._errors import (
     SessionFailed,
 )
 from ._lazy import REMOVED_IN, OpenEnvTrainDeprecationWarning, lazy_attributes, moved_names
-from ._loop import EventLoopThread, LoopThread, run_on_loop
 from ._mcp import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
@@ -81,13 +80,11 @@ __all__ = [
     "EnvLoadError",
     "EnvMetadata",
     "ErrorCode",
-    "EventLoopThread",
     "FactoryError",
     "JsonRpcCode",
     "JsonRpcError",
     "ListToolsAction",
     "ListToolsObservation",
-    "LoopThread",
     "Observation",
     "OpenEnvTrainDeprecationWarning",
     "OpenEnvTrainError",
@@ -125,9 +122,12 @@ __all__ = [
     "parse_jsonrpc_request",
     "register_catalog",
     "resolve_token",
-    "run_on_loop",
     "token_matches",
     "unauthorized_message",
     "validation_errors",
     "warn_if_exposed",
 ]
+
+# the background event loops start threads: they moved to ``openenv_train.loops``, out of the I/O-free core
+__getattr__, __dir__ = lazy_attributes(
+    __name__, moved=moved_names(["EventLoopThread", "LoopThread", "run_on_loop"], "openenv_train.loops"))

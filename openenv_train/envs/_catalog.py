@@ -11,8 +11,8 @@ from typing import Any
 
 from ..core import EnvLoadError, did_you_mean
 from ..server import AsgiApp, Environment, is_asgi_app, load_class
-from .spiel_table import GAMES as SPIEL_GAMES
-from .textarena_table import TEXTARENA_GAMES
+from ._pyspiel_table import GAMES as SPIEL_GAMES
+from ._textarena_table import TEXTARENA_GAMES
 
 __all__ = ["CATALOG", "EnvSpec", "get_spec", "is_env_folder", "list_envs", "load_env_class", "load_env_target", "register"]
 
@@ -181,42 +181,42 @@ register(EnvSpec(
 ))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
-    "tic_tac_toe", "openenv_train.envs.openspiel:TicTacToeEnvironment",
+    "tic_tac_toe", "openenv_train.envs.python_games:TicTacToeEnvironment",
     "Tic-tac-toe against a random, fixed or heuristic opponent (OpenSpiel's tic_tac_toe, pure Python).",
     action='{"action_id": int}  (cell 0..8 = row*3+col)', reward="1 win, -1 loss, 0 draw on the final step",
     family="board games",
     tags=("openspiel", "game", "two-player"),
 ))
 register(EnvSpec(
-    "connect4", "openenv_train.envs.openspiel:ConnectFourEnvironment",
+    "connect4", "openenv_train.envs.python_games:ConnectFourEnvironment",
     "Connect four against a random, fixed or heuristic opponent (OpenSpiel's connect_four, pure Python).",
     action='{"action_id": int}  (column 0..6)', reward="1 win, -1 loss, 0 draw on the final step",
     family="board games",
     tags=("openspiel", "game", "two-player"),
 ))
 register(EnvSpec(
-    "catch", "openenv_train.envs.openspiel:CatchEnvironment",
+    "catch", "openenv_train.envs.python_games:CatchEnvironment",
     "Move a paddle to catch a falling ball (OpenSpiel's catch, pure Python).",
     action='{"action_id": int}  (0 left, 1 stay, 2 right)', reward="1 caught, -1 missed on the final step",
     family="games",
     tags=("openspiel", "game", "single-player"),
 ))
 register(EnvSpec(
-    "blackjack", "openenv_train.envs.openspiel:BlackjackEnvironment",
+    "blackjack", "openenv_train.envs.python_games:BlackjackEnvironment",
     "Blackjack against OpenSpiel's fixed dealer (OpenSpiel's blackjack, pure Python).",
     action='{"action_id": int}  (0 hit, 1 stand)', reward="1 win, -1 loss, 0 push on the final step",
     family="card games",
     tags=("openspiel", "game", "single-player", "stochastic"),
 ))
 register(EnvSpec(
-    "2048", "openenv_train.envs.openspiel:TwentyFortyEightEnvironment",
+    "2048", "openenv_train.envs.python_games:TwentyFortyEightEnvironment",
     "The 2048 sliding-tile game with seeded tile spawns (OpenSpiel's 2048, pure Python).",
     action='{"action_id": int}  (0 up, 1 right, 2 down, 3 left)', reward="points of the tiles merged by each move",
     family="puzzles",
     tags=("openspiel", "game", "single-player", "stochastic"),
 ))
 register(EnvSpec(
-    "kuhn_poker", "openenv_train.envs.openspiel:KuhnPokerEnvironment",
+    "kuhn_poker", "openenv_train.envs.python_games:KuhnPokerEnvironment",
     "Two-player Kuhn poker against a random, fixed or heuristic opponent (OpenSpiel's kuhn_poker, pure Python).",
     action='{"action_id": int}  (0 pass/fold, 1 bet/call)', reward="chips won or lost (+-1 or +-2) on the final step",
     family="card games",
@@ -297,7 +297,7 @@ def _spiel_class(key: str) -> str:
 
 for _game in SPIEL_GAMES.values():
     register(EnvSpec(
-        f"openspiel/{_game.key}", f"openenv_train.envs.spiel:{_spiel_class(_game.key)}",
+        f"openspiel/{_game.key}", f"openenv_train.envs.pyspiel_games:{_spiel_class(_game.key)}",
         f"{_game.blurb} (OpenSpiel's {_game.name} through pyspiel; random or MCTS opponent.)",
         action='{"action_id": int} (one of legal_actions; legal_action_names says what each is)',
         reward="the agent's pyspiel reward after its move and the replies (the game's return at the end)",

@@ -1,24 +1,13 @@
-"""Generated env families (``openspiel/<game>``, ``textarena/<game>``, ``browser/<task>``): their per-entry classes."""
+"""The old place of the generated families' client helpers, now ``openenv_train.envs.family_clients``.
 
-from __future__ import annotations
+Deprecated: ``openenv_train.envs.family`` moved to ``openenv_train.envs.family_clients``;
+its names import from here with an
+:class:`~openenv_train.core.OpenEnvTrainDeprecationWarning` until openenv-train 0.2.0.
+"""
 
-from typing import TypeVar, cast
+from ..core import lazy_attributes, moved_names
+from .family_clients import __all__ as _MOVED
 
-__all__ = ["camel", "family_client"]
+__all__: list[str] = []
 
-C = TypeVar("C", bound=type)
-
-
-def camel(key: str, sep: str = "_") -> str:
-    """A family entry's key as the middle of its class names.
-
-    Example:
-        >>> camel("dots_and_boxes"), camel("click-button", "-")
-        ('DotsAndBoxes', 'ClickButton')
-    """
-    return "".join(word.capitalize() for word in key.split(sep))
-
-
-def family_client(base: C, env: str, name: str, module: str) -> C:
-    """The typed client class ``name`` of catalog entry ``env``: a subclass of the family's ``base`` client."""
-    return cast(C, type(name, (base,), {"__doc__": f"Client of {env}.", "__module__": module}, env=env))
+__getattr__, __dir__ = lazy_attributes(__name__, moved=moved_names(_MOVED, "openenv_train.envs.family_clients"))

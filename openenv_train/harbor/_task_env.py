@@ -18,7 +18,6 @@ command in the sandbox; only the workspace persists from one command to the next
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import hashlib
@@ -27,7 +26,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -35,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..containers import docker_command_async
 from ..sandbox import Sandbox, SandboxConfig, SandboxError, SandboxLimits, python_roots, sandboxed_command
 from ._dockerfile import CopyStep, parse_dockerfile, rebase_dockerfile
 from ._task_errors import EnvironmentSetupError, UnsupportedTaskFeature
@@ -337,24 +336,10 @@ class SandboxTaskEnv:
         self._shared.clear()
 
 
-async def _process(argv: list[str], *, timeout_s: float, cap: int = 1 * MiB,
-                   stdin: bytes | None = None) -> ExecResult:
-    """Run a host process with a wall-time limit, keeping at most ``cap`` bytes of each output stream."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True)
-    timed_out = False
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout_s)
-    except TimeoutError:
-        timed_out = True
-        proc.kill()
-        out, err = await proc.communicate()
-    return ExecResult(stdout=out[:cap].decode(errors="replace"), stderr=err[:cap].decode(errors="replace"),
-                      exit_code=proc.returncode if proc.returncode is not None else -9, timed_out=timed_out,
-                      truncated=len(out) > cap or len(err) > cap, duration_s=loop.time() - started)
+async def _docker_cli(docker: str, *args: str, timeout_s: float, stdin: bytes | None = None) -> ExecResult:
+    """``docker <args>`` through :mod:`openenv_train.containers`, as an :class:`ExecResult`."""
+    done = await docker_command_async(args, docker=docker, timeout_s=timeout_s, stdin=stdin)
+    return ExecResult(**dataclasses.asdict(done))
 
 
 class DockerTaskEnv:
@@ -378,7 +363,7 @@ class DockerTaskEnv:
         self._logs = Path(tempfile.mkdtemp(prefix="openenv-harbor-logs-"))
 
     async def _docker(self, *args: str, timeout_s: float = 120.0, what: str) -> ExecResult:
-        result = await _process([self.docker, *args], timeout_s=timeout_s)
+        result = await _docker_cli(self.docker, *args, timeout_s=timeout_s)
         if result.exit_code != 0 or result.timed_out:
             raise EnvironmentSetupError(f"task {self.task.name}: {what} failed: {(result.stderr or result.stdout)[-1500:]}")
         return result
@@ -390,7 +375,7 @@ class DockerTaskEnv:
         if self.base_image is not None:
             stdin = rebase_dockerfile((context / "Dockerfile").read_text(encoding="utf-8"), self.base_image).encode()
             args += ["-f", "-"]
-        result = await _process([self.docker, *args, str(context)], timeout_s=timeout_s, stdin=stdin)
+        result = await _docker_cli(self.docker, *args, str(context), timeout_s=timeout_s, stdin=stdin)
         if result.exit_code != 0 or result.timed_out:
             cause = f"timed out after {timeout_s:g}s ([environment] build_timeout_sec)" if result.timed_out else \
                 f"exit code {result.exit_code}"
@@ -402,7 +387,7 @@ class DockerTaskEnv:
 
     async def _cpus(self, wanted: int) -> int:
         """``wanted`` capped at the engine's CPU count: ``docker run --cpus`` refuses more than the host has."""
-        info = await _process([self.docker, "info", "--format", "{{.NCPU}}"], timeout_s=30)
+        info = await _docker_cli(self.docker, "info", "--format", "{{.NCPU}}", timeout_s=30)
         try:
             return max(1, min(wanted, int(info.stdout.strip())))
         except ValueError:
@@ -437,8 +422,8 @@ class DockerTaskEnv:
         if self.container is None:
             raise EnvironmentSetupError("the container is not started; call start() first")
         env_args = [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
-        return await _process([self.docker, "exec", "-w", self.workdir, *env_args, self.container, "bash", "-c", command],
-                              timeout_s=timeout_s)
+        return await _docker_cli(self.docker, "exec", "-w", self.workdir, *env_args, self.container, "bash", "-c",
+                                 command, timeout_s=timeout_s)
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """``docker cp`` a folder's contents to ``harbor_dir``."""
@@ -463,7 +448,7 @@ class DockerTaskEnv:
                 out[path] = host.read_bytes() if host.is_file() else None
             else:
                 assert self.container is not None
-                result = await _process([self.docker, "exec", self.container, "cat", path], timeout_s=30)
+                result = await _docker_cli(self.docker, "exec", self.container, "cat", path, timeout_s=30)
                 out[path] = result.stdout.encode() if result.exit_code == 0 else None
         return out
 
@@ -484,6 +469,6 @@ class DockerTaskEnv:
     async def close(self) -> None:
         """Remove the container (the image stays) and the host logs folder."""
         if self.container is not None:
-            await _process([self.docker, "rm", "-f", self.container], timeout_s=60)
+            await _docker_cli(self.docker, "rm", "-f", self.container, timeout_s=60)
             self.container = None
         shutil.rmtree(self._logs, ignore_errors=True)

@@ -1,6 +1,6 @@
 """LocalRunner: play episodes in this process (no Ray) against a policy served from a live model.
 
-One background loop thread (:class:`~openenv_train.core.EventLoopThread`) holds a capturing policy endpoint
+One background loop thread (:class:`~openenv_train.loops.EventLoopThread`) holds a capturing policy endpoint
 (:func:`~openenv_train.policy.captured_policy` over a :class:`~openenv_train.policy.LocalBackend` of the given
 model, recording every call into a :class:`~openenv_train.trace.CaptureStore`) and a
 :class:`~openenv_train.pool.RolloutActor` (its own env server subprocess, or a URL). ``run(specs)`` plays them
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core import EventLoopThread
+from ..loops import EventLoopThread
 from ..pool import AgentLoop, EpisodeSpec, Job, PoolConfig, RolloutActor, TextAgent, build_row
 from ..trace import CaptureStore, TraceRow, TraceWriter
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..containers import LABEL_TRANSPORT, docker_available
+from ..containers import LABEL_TRANSPORT, docker_available, docker_command, docker_command_async
 from ..core import ServerStartError
 from ._bindings import default_client_class
 from ._endpoint import Endpoint, wait_healthy
@@ -83,7 +83,7 @@ def _pid_alive(pid: int) -> bool:
 def _remove(docker: str, rows: list[list[str]]) -> None:
     """``docker rm -f`` the containers of ``rows`` (id, parent pid[, socket dir]) and delete their socket dirs."""
     if rows:
-        subprocess.run([docker, "rm", "-f", *(row[0] for row in rows)], capture_output=True, timeout=120)
+        docker_command(["rm", "-f", *(row[0] for row in rows)], docker=docker, timeout_s=120)
     for row in rows:
         if len(row) > 2 and Path(row[2]).name.startswith(_SOCKDIR_PREFIX):
             shutil.rmtree(row[2], ignore_errors=True)
@@ -91,9 +91,9 @@ def _remove(docker: str, rows: list[list[str]]) -> None:
 
 def _managed(docker: str, *filters: str) -> list[list[str]]:
     fmt = " ".join(f'{{{{.Label "{label}"}}}}' for label in (LABEL_PARENT, LABEL_SOCKDIR))
-    done = subprocess.run([docker, "ps", "-a", "--filter", f"label={LABEL}=1", "--filter",
+    done = docker_command(["ps", "-a", "--filter", f"label={LABEL}=1", "--filter",
                            f"label={LABEL_HOST}={socket.gethostname()}", *filters, "--format", "{{.ID}} " + fmt],
-                          capture_output=True, text=True, timeout=60)
+                          docker=docker, timeout_s=60)
     return [line.split() for line in done.stdout.splitlines()] if done.returncode == 0 else []
 
 
@@ -122,7 +122,7 @@ def _watch(docker: str, pid: str) -> None:
 def _remove_live() -> None:
     for cid, docker in list(_LIVE.items()):
         with contextlib.suppress(Exception):
-            subprocess.run([docker, "rm", "-f", cid], capture_output=True, timeout=30)
+            docker_command(["rm", "-f", cid], docker=docker, timeout_s=30)
         _LIVE.pop(cid, None)
 
 
@@ -136,15 +136,12 @@ def _track(container_id: str, docker: str) -> None:
 
 
 async def _run(docker: str, *args: str, timeout_s: float = 60.0) -> str:
-    proc = await asyncio.create_subprocess_exec(docker, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except TimeoutError:
-        proc.kill()
-        raise ServerStartError(f"'docker {' '.join(args[:2])} ...' did not finish within {timeout_s:g}s") from None
-    if proc.returncode != 0:
-        raise ServerStartError(f"'docker {' '.join(args[:2])} ...' failed: {err.decode(errors='replace').strip()}")
-    return out.decode().strip()
+    done = await docker_command_async(args, docker=docker, timeout_s=timeout_s)
+    if done.timed_out:
+        raise ServerStartError(f"'docker {' '.join(args[:2])} ...' did not finish within {timeout_s:g}s")
+    if done.exit_code != 0:
+        raise ServerStartError(f"'docker {' '.join(args[:2])} ...' failed: {done.stderr.strip()}")
+    return done.stdout.strip()
 
 
 class DockerProvider(Provider):

@@ -24,7 +24,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..core import EventLoopThread, ServerStartError, config_argv
+from ..core import ServerStartError, config_argv
+from ..loops import EventLoopThread
 from ._bindings import resolve_env
 from ._endpoint import Endpoint, wait_healthy
 from ._provider import Provider

@@ -27,7 +27,6 @@ from typing import Any
 
 from ..core import (
     POLICY_TOKEN_ENV,
-    EventLoopThread,
     bearer_of,
     loads,
     resolve_token,
@@ -35,6 +34,7 @@ from ..core import (
     warn_if_exposed,
 )
 from ..http import SSE_DONE, HttpRequest, HttpResponse, HttpServer, HttpStream, sse_event
+from ..loops import EventLoopThread
 from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
 from ._capture_turns import find_continuation, turns_for
 from ._chat import api_key_for

@@ -32,7 +32,7 @@ from ._types import FinishReason, SamplingParams
 if TYPE_CHECKING:
     import torch
 
-    from ._fastpath import FastDecoder
+    from ._llama_decode import FastDecoder
 
 __all__ = ["Row", "RowOutput", "RowStream", "generate_rows"]
 
@@ -158,7 +158,7 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
     """Sample every row to its end (a stop token, a stop string or ``max_new`` tokens) in one left-padded batch.
 
     Args:
-        fast: Decode with :class:`~._fastpath.FastDecoder` where it supports the model (else transformers' forward).
+        fast: Decode with :class:`~._llama_decode.FastDecoder` where it supports the model (else transformers' forward).
         prefix: Keys and values of earlier sequences: a row whose prompt starts with one prefills only the rest,
             and every row's prompt and completion are stored in it (fast decoding only).
         version: The policy version (e.g. the trainer's step): a new one drops ``prefix``'s entries.
@@ -168,7 +168,7 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
     """
     import torch
 
-    from ._fastpath import FastDecoder
+    from ._llama_decode import FastDecoder
 
     with torch.inference_mode():
         if prefix is not None and fast and FastDecoder.supports(model):
@@ -207,7 +207,7 @@ class _Batch:
         import torch
         from transformers import DynamicCache
 
-        from ._fastpath import FastDecoder
+        from ._llama_decode import FastDecoder
 
         rows, width, count = self.rows, self.width, len(self.rows)
         lengths = torch.tensor([len(r.prompt) for r in rows], device=self.device)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-__all__ = ["Budget", "PhaseLine", "budget_callback", "cosine_over_budget"]
+__all__ = ["Budget", "PhaseLine", "budget_callback", "cosine_over_budget", "shown"]
 
 
 class Budget:
@@ -130,3 +131,8 @@ def budget_callback(budget: Budget, line: PhaseLine | None = None, *, log_keys: 
                 line.update(state.global_step, logs)
 
     return _Budget()
+
+
+def shown(line: PhaseLine, show: bool) -> AbstractContextManager[object]:
+    """``line`` drawn while the block runs when ``show`` (the recipes' ``show_progress``), else nothing drawn."""
+    return line if show else nullcontext()

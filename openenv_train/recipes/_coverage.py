@@ -8,13 +8,14 @@ The win rate on the words that were none of these is the honest figure for gener
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..envs.wordle import feedback
 from ._wordle import wordle_history
 
-__all__ = ["guessed_words", "unseen_words"]
+__all__ = ["guessed_words", "unseen_held_out", "unseen_words"]
 
 
 def unseen_words(held: Sequence[str], sft_secrets: Iterable[str], opening: Sequence[str],
@@ -46,3 +47,21 @@ def guessed_words(rows: Iterable[Any]) -> set[str]:
                 words.update(guess for guess, _ in history)
                 break
     return words
+
+
+def unseen_held_out(out: Path, held: Sequence[str], sft_secrets: Sequence[str], opening: Sequence[str],
+                    evals: Mapping[str, Any], *, resamples: int, seed: int) -> dict[str, Any]:
+    """Win rates on the held-out words that no training game of the run in ``out`` showed at all (no secret, guess
+    or target), per evaluation, and the SFT -> GRPO paired difference on them."""
+    from ..trace import iter_traces
+    from ._stats import bootstrap_ci, paired_difference
+
+    grpo_rows = (r for r in iter_traces(out) if r.episode_id.startswith("grpo-"))
+    words = unseen_words(held, sft_secrets, opening, guessed_words(grpo_rows))
+    at = [held.index(w) for w in words]
+    kw = {"resamples": resamples, "seed": seed}
+    wins = {p: [r["per_task"]["win"][i] for i in at] for p, r in evals.items()}
+    result: dict[str, Any] = {"words": len(words), "win": {p: bootstrap_ci(w, **kw) for p, w in wins.items() if w}}
+    if words and "sft" in wins and "grpo" in wins:
+        result["sft->grpo"] = paired_difference(wins["grpo"], wins["sft"], **kw)
+    return result

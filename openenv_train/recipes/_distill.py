@@ -17,7 +17,7 @@ from typing import Any
 from ._teacher import ConsistentTeacher
 from ._wordle import teacher_conversation
 
-__all__ = ["DistillCollator", "distill_trainer", "games_dataset"]
+__all__ = ["DistillCollator", "distill_trainer", "games_dataset", "teacher_dataset"]
 
 
 def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, seed: int = 0) -> Any:
@@ -134,3 +134,23 @@ def distill_trainer() -> type:
             return (loss, outputs) if return_outputs else loss
 
     return DistillSFTTrainer
+
+
+def teacher_dataset(tokenizer: Any, secrets: Sequence[str], *, opening: Sequence[str], system_prompt: str | None,
+                    distill: bool, batch_size: int, seed: int) -> tuple[Any, Any, Any]:
+    """Teacher games on ``secrets`` (never a held-out word) as (dataset, collator, trainer class): the teacher's
+    next-letter distributions when ``distill`` and the tokenizer is a character one, else the sampled
+    conversations (TRL renders them; collator and trainer class are None)."""
+    import datasets
+
+    from ..envs.wordle import answers
+    from ..policy import is_char_tokenizer
+
+    teacher = ConsistentTeacher(answers(), opening)  # held-out words may be guessed, never be secrets
+    rng = random.Random(seed)
+    games = [teacher.play(secret, rng) for secret in secrets]
+    if distill and is_char_tokenizer(tokenizer):
+        collator = DistillCollator(tokenizer, teacher, system_prompt)
+        return games_dataset(games, batch_size, seed), collator, distill_trainer()
+    chats = [teacher_conversation(game, system_prompt) for game in games]
+    return datasets.Dataset.from_dict({"messages": chats}), None, None

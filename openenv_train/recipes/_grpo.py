@@ -8,17 +8,16 @@ grpo_trainer_class`); checkpoints every ``save_steps`` steps, resumable after a 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from ._budget import Budget, PhaseLine, budget_callback
-from ._games import Games, check_games
+from ._budget import Budget, PhaseLine, budget_callback, shown
 from ._report import MetricsLog
+from ._rollout_setup import Games, check_games
 from ._training import cpu_settings, log_callback, quiet_trainer
 
 __all__ = ["GRPOSection", "train_grpo"]
@@ -67,15 +66,6 @@ class GRPOSection:
                              f"got {self.num_generations}")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
-
-
-@contextmanager
-def _shown(line: PhaseLine, show: bool) -> Iterator[None]:
-    if show:
-        with line:
-            yield
-    else:
-        yield
 
 
 def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
@@ -138,7 +128,7 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
                          key=lambda p: int(p.name.split("-")[1]))
     if checkpoints:
         console.print(f"resuming GRPO from {checkpoints[-1]}")
-    with _shown(line, show_progress):
+    with shown(line, show_progress):
         trainer.train(resume_from_checkpoint=str(checkpoints[-1]) if checkpoints else None)
     rollout.close()
     final = out / "checkpoints" / "final"

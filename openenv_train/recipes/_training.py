@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._budget import Budget, cosine_over_budget
+from rich.console import Console
+
+from ._budget import Budget, PhaseLine, budget_callback, cosine_over_budget, shown
 from ._report import MetricsLog
 
 __all__ = ["ModelSection", "SFTSection", "cpu_settings", "load_model", "log_callback", "quiet_libraries", "quiet_trainer",
-           "train_sft"]
+           "train_sft", "train_sft_in_budget"]
 
 logger = logging.getLogger(__name__)
 
@@ -198,3 +200,25 @@ def train_sft(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, out
     trainer.save_model(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))
     return trainer.model
+
+
+def train_sft_in_budget(model: Any, tokenizer: Any, dataset: Any, section: SFTSection, output_dir: Path, *,
+                        console: Console, metrics: MetricsLog, seed: int, show_progress: bool, verbose: bool,
+                        collator: Any = None, trainer_class: Any = None,
+                        unit: str = "examples") -> tuple[Any, dict[str, Any]]:
+    """:func:`train_sft` within ``section.budget_s``, with its progress line on ``console``.
+
+    Returns:
+        The trained model, and the phase's record for the summary (steps, seconds, budget, cut short or not);
+        one batch of ``section.batch_size`` is ``section.batch_size`` ``unit`` in the closing line.
+    """
+    budget = Budget(section.budget_s or 1e9)
+    line = PhaseLine(console, "SFT", budget, {"loss": "loss", "learning_rate": "lr"})
+    with shown(line, show_progress):
+        model = train_sft(model, tokenizer, dataset, section, output_dir, metrics=metrics, seed=seed,
+                          show_progress=show_progress, verbose=verbose, callbacks=[budget_callback(budget, line)],
+                          budget=budget if section.budget_s else None, collator=collator, trainer_class=trainer_class)
+    console.print(f"SFT: {line.step} steps ({line.step * section.batch_size} {unit}) in {budget.elapsed:.0f}s"
+                  + (f" [yellow]cut short by sft.budget_s={section.budget_s:g}[/]" if budget.cut_short else ""))
+    return model, {"steps": line.step, "seconds": round(budget.elapsed, 1), "budget_s": section.budget_s,
+                   "cut_short": budget.cut_short}

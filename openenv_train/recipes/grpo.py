@@ -31,9 +31,9 @@ from rich.console import Console
 from ..pool import PoolConfig
 from ._config import config_to_dict, load_run_config
 from ._env_agent import ActionAgent
-from ._games import Games, GamesFailed, check_games, sandbox_setting
 from ._grpo import GRPOSection, train_grpo
 from ._report import MetricsLog, phase_summary, plot_training, write_summary
+from ._rollout_setup import Games, GamesFailed, check_games, sandbox_setting
 from ._run_state import RunState
 from ._stats import paired_difference
 from ._training import ModelSection, load_model, quiet_libraries

@@ -28,7 +28,7 @@ from websockets.server import ServerProtocol
 
 from ..core import TOKEN_ENV, ErrorCode, ProtocolError, bearer_of, dumps, token_matches, unauthorized_message
 from ..http import Asset, HttpConnection, HttpLimits, HttpRequest, HttpResponse
-from ._http import RawJson
+from ._routes import RawJson
 from ._session import Session
 from ._ws_session import CLOSE_FRAME, Close, Phase, Run, WsSession
 

@@ -17,8 +17,8 @@ from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, option
 from ..http import TaskSet
 from ._connection import Connection
 from ._environment import Environment
-from ._http import HttpRoutes
 from ._mcp_rpc import McpRpc
+from ._routes import HttpRoutes
 from ._session import SessionRegistry
 
 __all__ = ["EnvServer", "ServerConfig"]

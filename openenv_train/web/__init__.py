@@ -13,7 +13,7 @@ from ..core import lazy_attributes
 from ._static import read_static, redirect
 
 if TYPE_CHECKING:
-    from ._dataset import SourceError, TraceIndex
+    from ._trace_index import SourceError, TraceIndex
     from ._viewer import ViewerApi, ViewerServer
 
 __all__ = [
@@ -27,6 +27,6 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_attributes(
     __name__,
-    lazy={"SourceError": "._dataset", "TraceIndex": "._dataset", "ViewerApi": "._viewer", "ViewerServer": "._viewer"},
+    lazy={"SourceError": "._trace_index", "TraceIndex": "._trace_index", "ViewerApi": "._viewer", "ViewerServer": "._viewer"},
     moved={"Asset": "openenv_train.http"},
 )

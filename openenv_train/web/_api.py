@@ -16,9 +16,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..core import OpenEnvTrainError
 from ..http import Asset
-from ._dataset import EpisodeFilter, TraceIndex
 from ._static import read_static
 from ._tokens import TokenTexts
+from ._trace_index import EpisodeFilter, TraceIndex
 
 __all__ = ["MAX_PAGE", "ViewerApi"]
 

@@ -14,10 +14,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..core import EventLoopThread
 from ..http import HttpRequest, HttpResponse, HttpServer
+from ..loops import EventLoopThread
 from ._api import ViewerApi, _error
-from ._dataset import TraceIndex
+from ._trace_index import TraceIndex
 
 __all__ = ["ViewerApi", "ViewerServer"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from openenv_train.client import TypedEnvClient, TypedMCPClient
 from openenv_train.core import CallToolAction, CallToolObservation, ListToolsAction, ListToolsObservation, State
-from openenv_train.envs import browser, list_envs, spiel, textarena_games
+from openenv_train.envs import browser, list_envs, pyspiel_games, textarena_games
 from openenv_train.envs.browser import BrowserAction, BrowserEnv
 from openenv_train.envs.calendar_tools import CalendarEnv
 from openenv_train.envs.chess import ChessAction, ChessEnv
@@ -18,7 +18,7 @@ from openenv_train.envs.counter import CounterAction, CounterEnv, CounterObserva
 from openenv_train.envs.echo import EchoEnv
 from openenv_train.envs.gridworlds import GridWorldAction, GridWorldEnv, MazeAction, MazeEnv, SnakeAction, SnakeEnv
 from openenv_train.envs.mock_apis import MockAPIEnv
-from openenv_train.envs.openspiel import (
+from openenv_train.envs.python_games import (
     BlackjackEnv,
     CatchEnv,
     ConnectFourEnv,
@@ -59,15 +59,15 @@ FIRST_ACTION: dict[type[TypedEnvClient[Any, Any, Any]], Any] = {
     TradingMCPEnv: lambda obs: ListToolsAction(), CalendarEnv: lambda obs: ListToolsAction(),
     MockAPIEnv: lambda obs: ListToolsAction(),
     BrowserEnv: lambda obs: BrowserAction(action_str="noop()"),
-    **{cls: _legal for cls in spiel.GAME_CLIENTS.values()},
+    **{cls: _legal for cls in pyspiel_games.GAME_CLIENTS.values()},
     **{cls: (lambda obs: TextArenaAction(message="[1]")) for cls in textarena_games.GAME_CLIENTS.values()},
     **{browser.task_client(task): (lambda obs: BrowserAction(action_str="noop()")) for task in browser.SOLVABLE_TASKS},
 }
 #: Served and stepped by the next test: every env that had a client before the catalog grew, and one of each new
 #: family (each family's clients share one class above the per-game ones).
 EXERCISED = [cls for cls in FIRST_ACTION if cls.__module__.rpartition(".")[0] not in
-             (spiel.__name__, textarena_games.__name__, browser.__name__)] + [
-    spiel.GAME_CLIENTS["SpielNimEnv"], textarena_games.GAME_CLIENTS["TextArenaLightsOutEnv"],
+             (pyspiel_games.__name__, textarena_games.__name__, browser.__name__)] + [
+    pyspiel_games.GAME_CLIENTS["SpielNimEnv"], textarena_games.GAME_CLIENTS["TextArenaLightsOutEnv"],
     browser.task_client("click-button")]
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from openenv_train.client import GenericEnvClient
 from openenv_train.core import ServerError
-from openenv_train.envs import sandboxing
+from openenv_train.envs import run_limits
 from openenv_train.envs.coding import (
     CodingAction,
     CodingEnvironment,
@@ -368,7 +368,7 @@ def secret(*args):
     return "guess"
 """
     # The snoop walks every readable file and object, slow on a busy machine: the longest limit, not the default.
-    env = CodingEnvironment(wall_time_s=sandboxing.MAX_WALL_TIME_S)
+    env = CodingEnvironment(wall_time_s=run_limits.MAX_WALL_TIME_S)
     try:
         await env.reset(task=CodingTask.model_validate(task))
         run = await env.step(CodingAction(code=snoop))
@@ -450,7 +450,7 @@ async def test_an_unavailable_sandbox_fails_reset_with_the_fix_and_never_runs_co
     def refuse(config: Any) -> Any:
         raise SandboxUnavailable("bubblewrap ('bwrap') is not installed or not on PATH; install bubblewrap >= 0.8")
 
-    monkeypatch.setattr(sandboxing, "Sandbox", refuse)
+    monkeypatch.setattr(run_limits, "Sandbox", refuse)
     env = CodingEnvironment()
     with pytest.raises(SandboxUnavailable, match="install bubblewrap.*never unsandboxed"):
         await env.reset(task_id="fizzbuzz")

@@ -17,7 +17,7 @@ from openenv_train.cli._app import main as cli_main
 from openenv_train.trace import EnvInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from openenv_train.web import TraceIndex, ViewerApi, ViewerServer
 from openenv_train.web._api import MAX_PAGE
-from openenv_train.web._dataset import SourceError
+from openenv_train.web._trace_index import SourceError
 
 
 def _get(api: ViewerApi, target: str) -> tuple[int, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from ...client import TypedEnvClient
-from ..family import camel, family_client
+from ..family_clients import camel, family_client
 from ._models import BrowserAction, BrowserObservation, BrowserState
 
 __all__ = ["BrowserEnv", "task_client"]

@@ -1,6 +1,6 @@
 """The coding env: write Python in the OS sandbox; a submit runs hidden unit tests (reward: fraction passed)."""
 
-from ..sandboxing import RunLimits, RunObservation
+from ..run_limits import RunLimits, RunObservation
 from ._env import CodingEnvironment
 from ._grader import CaseResult
 from ._models import CodingAction, CodingObservation, CodingState

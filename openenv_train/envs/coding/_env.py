@@ -7,7 +7,7 @@ from importlib import resources
 
 from ...sandbox import Sandbox
 from ...server import Environment
-from ..sandboxing import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox, run_fields
+from ..run_limits import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox, run_fields
 from ._grader import grade
 from ._models import CodingAction, CodingObservation, CodingState
 from ._tasks import CodingTask, choose_task

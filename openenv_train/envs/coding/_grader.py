@@ -10,7 +10,7 @@ from importlib import resources
 
 from pydantic import BaseModel, Field
 
-from ..sandboxing import MAX_WALL_TIME_S, RunLimits, open_sandbox
+from ..run_limits import MAX_WALL_TIME_S, RunLimits, open_sandbox
 from ._tasks import CodingTask
 
 __all__ = ["CaseResult", "Grade", "grade"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from ...core import Action, State
-from ..sandboxing import RunObservation
+from ..run_limits import RunObservation
 from ._grader import CaseResult
 
 __all__ = ["MAX_CODE_BYTES", "MAX_CODE_CHARS", "CodingAction", "CodingObservation", "CodingState"]

@@ -1,49 +1,13 @@
-"""OpenSpiel-compatible games (pure Python): tic_tac_toe, connect4, catch, blackjack, 2048, kuhn_poker.
+"""The old place of the pure-Python OpenSpiel games, now ``openenv_train.envs.python_games``.
 
-Each game reproduces OpenSpiel's rules, action ids, observation/information-state
-tensors and rewards, and is served with the observation shape of OpenEnv's
-``openspiel_env``; ``open_spiel`` itself is not needed (tests compare with it when installed).
+Deprecated: ``openenv_train.envs.openspiel`` moved to ``openenv_train.envs.python_games``;
+its names import from here with an
+:class:`~openenv_train.core.OpenEnvTrainDeprecationWarning` until openenv-train 0.2.0.
 """
 
-from ._blackjack import BlackjackEnvironment, BlackjackState
-from ._catch import CatchEnvironment, CatchState
-from ._connect_four import ConnectFourEnvironment, ConnectFourState
-from ._env import OpenSpielEnvironment
-from ._game import CHANCE_PLAYER, TERMINAL_PLAYER, GameState
-from ._kuhn_poker import KuhnPokerEnvironment, KuhnPokerState
-from ._models import OpenSpielAction, OpenSpielObservation, OpenSpielState
-from ._opponents import OPPONENTS, OpponentName
-from ._tic_tac_toe import TicTacToeEnvironment, TicTacToeState
-from ._twenty_forty_eight import TwentyFortyEightEnvironment, TwentyFortyEightState
-from .client import BlackjackEnv, CatchEnv, ConnectFourEnv, KuhnPokerEnv, OpenSpielEnv, TicTacToeEnv, TwentyFortyEightEnv
+from ...core import lazy_attributes, moved_names
+from ..python_games import __all__ as _MOVED
 
-__all__ = [
-    "CHANCE_PLAYER",
-    "OPPONENTS",
-    "TERMINAL_PLAYER",
-    "BlackjackEnv",
-    "BlackjackEnvironment",
-    "BlackjackState",
-    "CatchEnv",
-    "CatchEnvironment",
-    "CatchState",
-    "ConnectFourEnv",
-    "ConnectFourEnvironment",
-    "ConnectFourState",
-    "GameState",
-    "KuhnPokerEnv",
-    "KuhnPokerEnvironment",
-    "KuhnPokerState",
-    "OpenSpielAction",
-    "OpenSpielEnv",
-    "OpenSpielEnvironment",
-    "OpenSpielObservation",
-    "OpenSpielState",
-    "OpponentName",
-    "TicTacToeEnv",
-    "TicTacToeEnvironment",
-    "TicTacToeState",
-    "TwentyFortyEightEnv",
-    "TwentyFortyEightEnvironment",
-    "TwentyFortyEightState",
-]
+__all__: list[str] = []
+
+__getattr__, __dir__ = lazy_attributes(__name__, moved=moved_names(_MOVED, "openenv_train.envs.python_games"))

@@ -1,37 +1,13 @@
-"""Typed clients of the OpenSpiel games."""
+"""The old place of the pure-Python games' typed clients, now ``openenv_train.envs.python_games.client``.
 
-from __future__ import annotations
+Deprecated: ``openenv_train.envs.openspiel.client`` moved to ``openenv_train.envs.python_games.client``;
+its names import from here with an
+:class:`~openenv_train.core.OpenEnvTrainDeprecationWarning` until openenv-train 0.2.0.
+"""
 
-from ...client import TypedEnvClient
-from ._models import OpenSpielAction, OpenSpielObservation, OpenSpielState
+from ...core import lazy_attributes, moved_names
+from ..python_games.client import __all__ as _MOVED
 
-__all__ = ["BlackjackEnv", "CatchEnv", "ConnectFourEnv", "KuhnPokerEnv", "OpenSpielEnv", "TicTacToeEnv",
-           "TwentyFortyEightEnv"]
+__all__: list[str] = []
 
-
-class OpenSpielEnv(TypedEnvClient[OpenSpielAction, OpenSpielObservation, OpenSpielState]):
-    """Client of any OpenSpiel game: ``await env.step(OpenSpielAction(action_id=4))``."""
-
-
-class TicTacToeEnv(OpenSpielEnv, env="tic_tac_toe"):
-    """Client of tic_tac_toe."""
-
-
-class ConnectFourEnv(OpenSpielEnv, env="connect4"):
-    """Client of connect4."""
-
-
-class KuhnPokerEnv(OpenSpielEnv, env="kuhn_poker"):
-    """Client of kuhn_poker."""
-
-
-class CatchEnv(OpenSpielEnv, env="catch"):
-    """Client of catch."""
-
-
-class BlackjackEnv(OpenSpielEnv, env="blackjack"):
-    """Client of blackjack."""
-
-
-class TwentyFortyEightEnv(OpenSpielEnv, env="2048"):
-    """Client of 2048."""
+__getattr__, __dir__ = lazy_attributes(__name__, moved=moved_names(_MOVED, "openenv_train.envs.python_games.client"))

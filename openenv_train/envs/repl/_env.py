@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ...sandbox import Sandbox, SandboxResult
 from ...server import Environment
-from ..sandboxing import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox
+from ..run_limits import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox
 from ._answers import answers_match
 from ._models import ReplAction, ReplObservation, ReplState
 from ._questions import ReplQuestion, choose_question

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ...core import Action, State
-from ..sandboxing import RunObservation
+from ..run_limits import RunObservation
 
 __all__ = ["MAX_CELL_CHARS", "ReplAction", "ReplObservation", "ReplState"]
 

@@ -1,20 +1,13 @@
-"""Typed clients of the pyspiel games: ``SpielEnv`` for any of them, one class per ``openspiel/<game>`` entry."""
+"""The old place of the pyspiel games' typed clients, now ``openenv_train.envs.pyspiel_games.client``.
 
-from __future__ import annotations
+Deprecated: ``openenv_train.envs.spiel.client`` moved to ``openenv_train.envs.pyspiel_games.client``;
+its names import from here with an
+:class:`~openenv_train.core.OpenEnvTrainDeprecationWarning` until openenv-train 0.2.0.
+"""
 
-from ...client import TypedEnvClient
-from ..family import camel, family_client
-from ..openspiel import OpenSpielAction, OpenSpielState
-from ..spiel_table import GAMES
-from ._models import SpielObservation
+from ...core import lazy_attributes, moved_names
+from ..pyspiel_games.client import __all__ as _MOVED
 
-__all__ = ["GAME_CLIENTS", "SpielEnv"]
+__all__: list[str] = []
 
-
-class SpielEnv(TypedEnvClient[OpenSpielAction, SpielObservation, OpenSpielState]):
-    """Client of any ``openspiel/<game>`` env: ``await env.step(OpenSpielAction(action_id=...))``."""
-
-
-#: The client class of each game, by class name (``SpielBreakthroughEnv``, ...); the package exports them.
-GAME_CLIENTS: dict[str, type[SpielEnv]] = {cls.__name__: cls for cls in (
-    family_client(SpielEnv, f"openspiel/{key}", f"Spiel{camel(key)}Env", __name__) for key in GAMES)}
+__getattr__, __dir__ = lazy_attributes(__name__, moved=moved_names(_MOVED, "openenv_train.envs.pyspiel_games.client"))

@@ -3,6 +3,7 @@
 Needs the ``textarena`` extra (``pip install 'openenv-train[textarena]'``).
 """
 
+from .._textarena_table import TEXTARENA_GAMES, TextArenaGame
 from ._env import TextArenaEnvironment, textarena_env
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
 from .client import GAME_CLIENTS, TextArenaEnv
@@ -26,6 +27,7 @@ globals().update(GAME_CLIENTS)  # TextArenaSudokuEnv, ...: the typed client of e
 
 __all__ = [
     *GAME_CLIENTS,
+    "TEXTARENA_GAMES",
     "TextArenaEnv",
     "TextArenaAction",
     "TextArenaCountdownEnvironment",
@@ -33,6 +35,7 @@ __all__ = [
     "TextArenaEnvironment",
     "TextArenaFifteenPuzzleEnvironment",
     "TextArenaFrozenLakeEnvironment",
+    "TextArenaGame",
     "TextArenaLightsOutEnvironment",
     "TextArenaLogicPuzzleEnvironment",
     "TextArenaMastermindEnvironment",

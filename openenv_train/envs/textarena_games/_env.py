@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from ...server import Environment
-from ..textarena_table import TEXTARENA_GAMES, TextArenaGame
+from .._textarena_table import TEXTARENA_GAMES, TextArenaGame
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
 
 __all__ = ["TextArenaEnvironment", "textarena_env"]

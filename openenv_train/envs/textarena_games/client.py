@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...client import TypedEnvClient
-from ..family import camel, family_client
-from ..textarena_table import TEXTARENA_GAMES
+from .._textarena_table import TEXTARENA_GAMES
+from ..family_clients import camel, family_client
 from ._models import TextArenaAction, TextArenaObservation, TextArenaState
 
 __all__ = ["GAME_CLIENTS", "TextArenaEnv"]

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...client import Endpoint
-from ...core import run_on_loop
 from ...launch import LocalProcessProvider
+from ...loops import run_on_loop
 from ...pool import is_url
 from ._actions import ActionFormat, discover_format
 

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from ...client import Endpoint, GenericEnvClient, MCPToolClient
-from ...core import CallToolAction, CallToolObservation, run_on_loop
+from ...core import CallToolAction, CallToolObservation
 from ...launch import LocalProcessProvider
+from ...loops import run_on_loop
 from ...pool import is_url, render_observation
 from .._discover import action_schema, mcp_tools
 from ._tools import make_tool_method

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from openenv_train.envs.openspiel import OpenSpielAction, TwentyFortyEightEnvironment, TwentyFortyEightState
+from openenv_train.envs.python_games import OpenSpielAction, TwentyFortyEightEnvironment, TwentyFortyEightState
 
 UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..openspiel import OpenSpielObservation
+from ..python_games import OpenSpielObservation
 
 __all__ = ["SpielObservation"]
 

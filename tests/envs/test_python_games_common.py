@@ -9,7 +9,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from openenv_train.envs import load_env_class
-from openenv_train.envs.openspiel import OpenSpielAction, OpenSpielEnvironment
+from openenv_train.envs.python_games import OpenSpielAction, OpenSpielEnvironment
 
 NAMES = ["tic_tac_toe", "connect4", "catch", "blackjack", "2048", "kuhn_poker"]
 TWO_PLAYER = {"tic_tac_toe", "connect4", "kuhn_poker"}

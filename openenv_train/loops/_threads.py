@@ -1,4 +1,4 @@
-"""Background event loops for sync code that drives async clients and servers.
+"""Background event loops in daemon threads, for sync code that drives async clients and servers.
 
 :class:`EventLoopThread` is one loop of its own in a daemon thread (a server started from sync code, a runner);
 :class:`LoopThread` is the one such loop a process shares for its sync clients.

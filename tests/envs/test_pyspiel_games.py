@@ -7,7 +7,7 @@ from openenv.core import GenericEnvClient as OEGenericEnvClient
 
 from openenv_train.core import EnvLoadError
 from openenv_train.envs import EnvSpec, load_env_class
-from openenv_train.envs.openspiel import OpenSpielAction
+from openenv_train.envs.python_games import OpenSpielAction
 from tests.conftest import serve_inloop
 
 pyspiel = pytest.importorskip("pyspiel")
@@ -63,7 +63,7 @@ def test_illegal_moves_and_bad_options_are_named() -> None:
 
 
 def test_a_missing_extra_names_its_install_line() -> None:
-    spec = EnvSpec("openspiel/fake", "openenv_train.envs.spiel:SpielNimEnvironment", "x",
+    spec = EnvSpec("openspiel/fake", "openenv_train.envs.pyspiel_games:SpielNimEnvironment", "x",
                    extra="openspiel", modules=("no_such_module_here",))
     with pytest.raises(EnvLoadError, match=r"pip install 'openenv-train\[openspiel\]'"):
         spec.load()

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from openenv_train.envs.openspiel import KuhnPokerEnvironment, KuhnPokerState, OpenSpielAction
+from openenv_train.envs.python_games import KuhnPokerEnvironment, KuhnPokerState, OpenSpielAction
 
 PASS, BET = 0, 1
 JACK, QUEEN, KING = 0, 1, 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train.envs.openspiel import CatchEnvironment, CatchState, OpenSpielAction
+from openenv_train.envs.python_games import CatchEnvironment, CatchState, OpenSpielAction
 
 LEFT, STAY, RIGHT = 0, 1, 2
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from openenv_train.envs.openspiel import (
+from openenv_train.envs.python_games import (
     BlackjackEnvironment,
     BlackjackState,
     CatchEnvironment,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from openenv_train.envs.openspiel import OpenSpielAction, TicTacToeEnvironment, TicTacToeState
+from openenv_train.envs.python_games import OpenSpielAction, TicTacToeEnvironment, TicTacToeState
 
 
 def _state(*cells: int) -> TicTacToeState:

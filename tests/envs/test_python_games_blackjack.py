@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from openenv_train.envs.openspiel import BlackjackEnvironment, BlackjackState, OpenSpielAction
-from openenv_train.envs.openspiel._blackjack import card_string
+from openenv_train.envs.python_games import BlackjackEnvironment, BlackjackState, OpenSpielAction
+from openenv_train.envs.python_games._blackjack import card_string
 
 HIT, STAND = 0, 1
 # Clubs are ids 0..12 (A, 2..9, T, J, Q, K), diamonds 13..25, hearts 26..38, spades 39..51.

@@ -7,7 +7,7 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from openenv_train.envs.openspiel import ConnectFourEnvironment, ConnectFourState, OpenSpielAction
+from openenv_train.envs.python_games import ConnectFourEnvironment, ConnectFourState, OpenSpielAction
 
 
 def _state(*columns: int, **params: int) -> ConnectFourState:

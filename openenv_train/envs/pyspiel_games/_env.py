@@ -11,8 +11,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, validate_call
 
 from ...server import Environment
-from ..openspiel import OpenSpielAction, OpenSpielState
-from ..spiel_table import GAMES, SpielGame
+from .._pyspiel_table import GAMES, SpielGame
+from ..python_games import OpenSpielAction, OpenSpielState
 from ._models import SpielObservation
 from ._opponents import Opponent, SpielOpponent
 
