@@ -35,7 +35,7 @@ __all__ = ["AsgiApp", "AsgiServer", "is_asgi_app", "run_asgi_server"]
 
 log = logging.getLogger("openenv_train.server")
 
-INSTALL = "pip install 'openenv-train[asgi]' (uvicorn; an OpenEnv env folder's FastAPI app runs under uvicorn, as OpenEnv runs it)"
+INSTALL = "pip install 'openenv-train[asgi]' (uvicorn: an OpenEnv env folder's FastAPI app runs under it, as in OpenEnv)"
 _NOT_APPLIED = ("max_sessions", "idle_timeout_s", "max_messages_per_s", "message_burst", "web", "reuse_port")
 
 
