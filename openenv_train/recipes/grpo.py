@@ -22,19 +22,19 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 
 from ..pool import PoolConfig
 from ._config import config_to_dict, load_run_config
 from ._env_agent import ActionAgent
 from ._grpo import GRPOSection, train_grpo
-from ._report import MetricsLog, phase_summary, plot_training, write_summary
-from ._rollout_setup import Games, GamesFailed, check_games, sandbox_setting
-from ._run_state import RunState
+from ._recipe_run import RecipeRun
+from ._report import plot_training, write_summary
+from ._rollout_setup import Games, GamesFailed, sandbox_setting
 from ._stats import paired_difference
 from ._training import ModelSection, load_model, quiet_libraries
 from ._wordle_config import recipe_pool
@@ -147,68 +147,68 @@ def _episode_metrics(row: Any) -> dict[str, float]:
     return {"reward": reward, "win": float(reward > 0), "turns": float(len(row.trace.turns))}
 
 
-def _evaluate(games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str, out: Path, state: RunState,
-              metrics: MetricsLog) -> dict[str, Any]:
+def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> None:
+    """The held-out episodes, sampled at ``eval.temperature`` (or greedily for a ``*_greedy`` phase)."""
     from ..policy import FixedSampling, LocalBackend
 
-    if phase in state.data["evals"]:
-        return state.data["evals"][phase]  # type: ignore[no-any-return]
     model.eval()
     temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
     backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
                             max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
-    rows = games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}", cfg.episode.options)
-    check_games(rows, f"the {LABELS[phase]} evaluation", out)
-    result = phase_summary([_episode_metrics(r) for r in rows], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
-    result["failed_episodes"] = sum(not row.ok for row in rows)
-    metrics.write({"phase": f"eval_{phase}", **{k: v["mean"] for k, v in result["metrics"].items()}})
-    m = result["metrics"]["reward"]
-    console.print(f"[bold]{LABELS[phase]}[/] ({len(rows)} held-out episodes): mean reward {m['mean']:.3f} "
-                  f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
-    state.finish(f"eval_{phase}", evals={**state.data["evals"], phase: result})
-    return result
+
+    def report(result: dict[str, Any], n: int) -> str:
+        m = result["metrics"]["reward"]
+        return (f"[bold]{LABELS[phase]}[/] ({n} held-out episodes): mean reward {m['mean']:.3f} "
+                f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+
+    rec.evaluate(phase, LABELS[phase],
+                 lambda: games.play_seeds(backend, cfg.held_out_seeds(), f"eval-{phase}", cfg.episode.options),
+                 _episode_metrics, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed, report=report)
 
 
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
-    from transformers import AutoModelForCausalLM
-
     out = Path(cfg.output.dir) / cfg.run_name
-    if not resume and (out / "state.json").exists():
-        raise ValueError(f"{out} holds a run already: resume it with --resume {out}, or choose another output.name")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
-    state, metrics = RunState(out / "state.json"), MetricsLog(out / "metrics.jsonl")
+    rec = RecipeRun.open(out, config_to_dict(cfg), resume=resume, console=console, phases=5)
     started = time.perf_counter()
     url = cfg.env if "://" in cfg.env else None
     pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
                                run_id=cfg.run_name, sandbox=sandbox_setting(cfg.episode.sandbox, url, "episode.sandbox"))
     agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt)
-    games = Games(cfg.env, agent, pool, out)
+    evals = ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    games = None
     try:
-        model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
-        console.print(f"{cfg.env}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
-                      f"{pool.num_actors} actors x {pool.sessions_per_actor} sessions")
-        for phase in ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]:
-            _evaluate(games, model, tokenizer, cfg, phase, out, state, metrics)
-        final = out / "checkpoints" / "final"
-        if state.done("grpo"):
-            model = AutoModelForCausalLM.from_pretrained(final)
-        else:
+        with rec.phase("env servers, rollout pool and model", 1):
+            games = Games(cfg.env, agent, pool, out)
+            model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
+            console.print(f"{cfg.env}: {sum(p.numel() for p in model.parameters()):,}-parameter policy, "
+                          f"{pool.num_actors} actors x {pool.sessions_per_actor} sessions")
+        with rec.phase("baseline: the untrained policy on held-out seeds", 2):
+            for phase in evals:
+                _evaluate(rec, games, model, tokenizer, cfg, phase)
+        with rec.phase("GRPO through the rollout pool", 3):
             prompts = [{**cfg.episode.options, "seed": s} for s in cfg.train_seeds()]
-            model, record = train_grpo(model, tokenizer, games, prompts, cfg.grpo, out, metrics=metrics,
-                                       reward_weights={"env": 1.0}, row_metrics=_episode_metrics, seed=cfg.seed,
-                                       show_progress=cfg.show_progress, verbose=cfg.verbose)
-            state.finish("grpo", budgets={"grpo": record})
-        for phase in ("grpo", "grpo_greedy")[:2 if cfg.eval.greedy else 1]:
-            _evaluate(games, model, tokenizer, cfg, phase, out, state, metrics)
+            grpo = partial(train_grpo, model, tokenizer, games, prompts, cfg.grpo, out, metrics=rec.metrics,
+                           reward_weights={"env": 1.0}, row_metrics=_episode_metrics, seed=cfg.seed,
+                           show_progress=cfg.show_progress, verbose=cfg.verbose)
+            model = rec.train("grpo", out / "checkpoints" / "final", model, grpo, enabled=True, setting="grpo")
+        with rec.phase("the trained policy on the same seeds", 4):
+            for phase in evals:
+                _evaluate(rec, games, model, tokenizer, cfg, phase.replace("untrained", "grpo"))
     finally:
-        games.close()
-    evals = state.data["evals"]
+        if games is not None:
+            games.close()
+    with rec.phase("summary", 5):
+        return _summary(rec, cfg, started)
+
+
+def _summary(rec: RecipeRun, cfg: GrpoConfig, started: float) -> dict[str, Any]:
+    """``summary.json``/``.md`` and ``training.png``: mean reward per phase and the paired differences."""
+    out, evals = rec.out, rec.state.data["evals"]
     extra: dict[str, Any] = {"title": f"GRPO on {cfg.env}", "run": str(out), "held_out_episodes": cfg.eval.episodes,
-             "eval_temperature": cfg.eval.temperature,
-             "budgets": state.data.get("budgets", {}), "seconds_this_session": round(time.perf_counter() - started, 1),
-             "config": config_to_dict(cfg)}
+                             "eval_temperature": cfg.eval.temperature, "budgets": rec.state.data.get("budgets", {}),
+                             "seconds_this_session": round(time.perf_counter() - started, 1),
+                             "config": config_to_dict(cfg)}
     if "untrained_greedy" in evals and "grpo_greedy" in evals:
         extra["greedy_untrained->grpo"] = paired_difference(
             evals["grpo_greedy"]["per_task"]["reward"], evals["untrained_greedy"]["per_task"]["reward"],
@@ -216,7 +216,7 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
                             resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
                             also=["untrained_greedy", "grpo_greedy"])
-    plot_training(metrics.read(), out / "training.png", evals=evals, labels=LABELS)
+    plot_training(rec.metrics.read(), out / "training.png", evals=evals, labels=LABELS)
     console.print((out / "summary.md").read_text())
     return summary
 

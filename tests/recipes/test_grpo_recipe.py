@@ -16,7 +16,8 @@ CONFIG = Path(__file__).resolve().parents[2] / "configs" / "grpo_smoke.yaml"
 
 @pytest.mark.timeout(600)
 def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
-    code = grpo.main(["--config", str(CONFIG), "env=catch", f"output.dir={tmp_path}", "episode.sandbox=off"])
+    code = grpo.main(["--config", str(CONFIG), "env=catch", f"output.dir={tmp_path}", "episode.sandbox=off",
+                      "episode.options={rows: 4, columns: 3}"])
     assert code == 0
     out = tmp_path / "grpo-catch"
     summary = json.loads((out / "summary.json").read_text())
@@ -31,6 +32,8 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     assert len(trained) == 2 * 2 * 2 and len(held) == 4 * 4
     # training seeds never reach the held-out ones
     assert {r.task["seed"] for r in trained}.isdisjoint({r.task["seed"] for r in held})
+    # episode.options reset every episode, trained and held out: a 4-row board is 3 moves
+    assert all(r.task["rows"] == 4 and r.task["columns"] == 3 and len(r.trace.turns) == 3 for r in rows)
     # every move was one of the legal actions: the constraint restricts replies to them
     assert all(t.metadata.get("constraint") for r in rows for t in r.trace.turns)
     assert all(r.ok for r in rows) and (out / "training.png").exists() and (out / "checkpoints" / "final").exists()
