@@ -41,17 +41,17 @@ placeholder. Its GRPO loop drives envs from a rollout coroutine; the recipe with
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from ..core import OpenEnvTrainError
-from ..pool import AgentLoop, ChatPolicy, EpisodeSpec, Job, ModelReply, PoolConfig, RolloutActor, TextAgent, build_row
+from ..pool import AgentLoop, ChatPolicy, EpisodeSpec, ModelReply, PoolConfig
 from ..trace import CaptureStore, TraceRow, TraceWriter
 from ._flatten import flatten_turns
+from ._one_loop import OneLoopEpisodes
 
 __all__ = ["INSTALL", "MilesAgent", "MilesError", "MilesNotInstalled", "import_miles_sample", "make_miles_agent_function",
            "reward_func", "to_miles_sample"]
@@ -120,7 +120,7 @@ def _result(row: TraceRow, env: str, turns: int) -> dict[str, Any]:
             "openenv_env": env, "openenv_episode_id": row.episode_id, "openenv_trace_id": row.trace_id}
 
 
-class MilesAgent:
+class MilesAgent(OneLoopEpisodes):
     """Miles' custom agent function over any env of ours: ``await agent(base_url, prompt, request_kwargs, metadata)``.
 
     Args:
@@ -140,6 +140,8 @@ class MilesAgent:
         EnvLoadError: ``env`` is not a catalog env, ``module:Class``, env folder or URL (at construction).
     """
 
+    loop_error = MilesError
+
     def __init__(self, env: str, *, agent: AgentLoop | None = None, config: PoolConfig | None = None,
                  capture: CaptureStore | None = None, writer: TraceWriter | None = None, model: str | None = None,
                  keep_rows: int = 256) -> None:
@@ -149,26 +151,9 @@ class MilesAgent:
             from ..envs import load_env_target
 
             load_env_target(env)  # an unknown env fails here, with close matches, not in Miles' rollout
-        self.env, self.capture, self.writer = env, capture, writer
-        self.config = config or PoolConfig(num_actors=1)
-        self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
+        super().__init__(env, agent=agent, config=config, capture=capture, writer=writer)
         self.policy = _MilesPolicy(model or self.config.model, self.config.model_timeout_s)
-        self.agent: AgentLoop = agent or TextAgent()
         self.rows: collections.deque[TraceRow] = collections.deque(maxlen=keep_rows)
-        self._actor: RolloutActor | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._limit: asyncio.Semaphore | None = None
-
-    async def _ready(self) -> tuple[RolloutActor, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not None and self._loop is not loop:
-            raise MilesError("this MilesAgent was started on another event loop; make one per loop (and "
-                             "`await agent.aclose()` the old one on its own loop)")
-        if self._actor is None or self._limit is None:
-            self._loop, self._limit = loop, asyncio.Semaphore(self.config.sessions_per_actor)
-            self._actor = RolloutActor(self.env, cast(Any, self.policy), self.agent, self.config)
-            await self._actor.ready()
-        return self._actor, self._limit
 
     async def __call__(self, base_url: str, prompt: Any = None, request_kwargs: Mapping[str, Any] | None = None,
                        metadata: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
@@ -180,33 +165,14 @@ class MilesAgent:
             MilesError: ``metadata['reset']`` is not a mapping, or the agent is used from another event loop.
         """
         spec = _spec(metadata or {})
-        actor, limit = await self._ready()
-        session = f"miles-{self.run_id}-{spec.episode_id}-{uuid.uuid4().hex[:6]}"
         sampling = {k: v for k, v in dict(request_kwargs or {}).items() if k not in ("model", "messages")}
-        episode = self.policy.episodes[session] = _Episode(
-            ChatPolicy(base_url, model=self.policy.model, sampling=sampling, timeout_s=self.policy.timeout_s),
-            captured=self.capture is not None)
-        if self.capture is not None:
-            self.capture.open_session(session, metadata={"episode_id": spec.episode_id})
+        episode = _Episode(ChatPolicy(base_url, model=self.policy.model, sampling=sampling,
+                                      timeout_s=self.policy.timeout_s), captured=self.capture is not None)
         try:
-            async with limit:
-                outcome = await actor.run(spec, session)
+            row, outcome = await self._play(spec, "miles", episode, self.policy.model)
         finally:
-            trace = self.capture.close_session(session) if self.capture is not None else None
-            self.policy.episodes.pop(session, None)
             await episode.policy.aclose()
-        row = build_row(Job(spec, 0), outcome, run_id=self.run_id, env=self.env, model=self.policy.model, trace=trace)
-        self.rows.append(row)
-        if self.writer is not None:
-            self.writer.write(row)
         return _result(row, self.env, int(outcome.get("turns") or 0))
-
-    async def aclose(self) -> None:
-        """Stop the env server and close the env sessions (a later call starts them again, on its loop)."""
-        actor, self._actor, self._loop = self._actor, None, None
-        if actor is not None:
-            await actor.close()
-
 
 def make_miles_agent_function(env: str, **options: Any) -> MilesAgent:
     """Miles' ``--custom-agent-function-path`` target for ``env`` (see :class:`MilesAgent` for ``options``).

@@ -11,26 +11,22 @@ then trains on exactly the sampled tokens. Without a store the OpenAI ``Choice``
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from ...core import OpenEnvTrainError
 from ...pool import (
     AgentLoop,
     ChatPolicy,
     EpisodeSpec,
-    Job,
     ModelReply,
     PolicyCallError,
     PoolConfig,
-    RolloutActor,
-    TextAgent,
-    build_row,
 )
 from ...trace import CaptureStore, TraceRow, TraceWriter
+from .._one_loop import OneLoopEpisodes
 from ._convert import to_art_trajectory, to_art_trajectory_fields
 from ._import import import_art
 
@@ -137,7 +133,7 @@ def _messages_and_choices(calls: list[tuple[list[dict[str, Any]], Any]]) -> list
     return final
 
 
-class ArtRollout:
+class ArtRollout(OneLoopEpisodes):
     """``await rollout(model, scenario)`` plays one episode and returns an ``art.Trajectory``.
 
     Args:
@@ -165,61 +161,22 @@ class ArtRollout:
                  config: PoolConfig | None = None, writer: TraceWriter | None = None,
                  sampling: Mapping[str, Any] | None = None, logprobs: bool = True, trainable: bool = True,
                  model_client: bool = False) -> None:
-        self.env, self.capture, self.writer, self.trainable = env, capture, writer, trainable
-        self.config = config or PoolConfig(num_actors=1)
-        self.run_id = self.config.run_id or uuid.uuid4().hex[:12]
+        super().__init__(env, agent=agent, config=config, capture=capture, writer=writer)
+        self.trainable = trainable
         self.policy = _ArtPolicy(sampling or self.config.sampling, logprobs, model_client, self.config.model_timeout_s)
-        self.agent: AgentLoop = agent or TextAgent()
         self.rows: list[TraceRow] = []
-        self._actor: RolloutActor | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._limit: asyncio.Semaphore | None = None
-
-    async def _ready(self) -> tuple[RolloutActor, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        if self._loop is not None and self._loop is not loop:
-            raise RuntimeError("this ArtRollout was started on another event loop; make one per loop "
-                               "(and `await rollout.aclose()` the old one on its own loop)")
-        if self._actor is None or self._limit is None:
-            self._loop, self._limit = loop, asyncio.Semaphore(self.config.sessions_per_actor)
-            # a ChatPolicy instance is kept as the actor's policy as is (only a str is wrapped in a new one)
-            self._actor = RolloutActor(self.env, cast(Any, self.policy), self.agent, self.config)
-            await self._actor.ready()
-        return self._actor, self._limit
 
     async def __call__(self, model: Any, scenario: EpisodeSpec | Mapping[str, Any] | None = None) -> Any:
         art = import_art()
-        actor, limit = await self._ready()
-        spec = _spec(scenario)
-        session = f"art-{self.run_id}-{spec.episode_id}-{uuid.uuid4().hex[:6]}"
-        episode = self.policy.episodes[session] = _Episode(model, captured=self.capture is not None)
-        if self.capture is not None:
-            self.capture.open_session(session, metadata={"episode_id": spec.episode_id})
-        try:
-            async with limit:
-                outcome = await actor.run(spec, session)
-        finally:
-            trace = self.capture.close_session(session) if self.capture is not None else None
-            self.policy.episodes.pop(session, None)
-        row = build_row(Job(spec, 0), outcome, run_id=self.run_id, env=self.env, model=model.get_inference_name(),
-                        trace=trace)
-        self.rows.append(row)
-        if self.writer is not None:
-            self.writer.write(row)
+        episode = _Episode(model, captured=self.capture is not None)
+        row, _ = await self._play(_spec(scenario), "art", episode, model.get_inference_name())
         if not row.ok:
             raise ArtRolloutError(row)
-        if trace is not None:
+        if self.capture is not None:
             return to_art_trajectory(row, trainable=self.trainable)
         fields = {**to_art_trajectory_fields(row), "tools": episode.tools,
                   "messages_and_choices": _messages_and_choices(episode.calls)}
         return art.Trajectory(**fields)
-
-    async def aclose(self) -> None:
-        """Stop the env server and close the env sessions (a later call starts them again, on its loop)."""
-        actor, self._actor, self._loop = self._actor, None, None
-        if actor is not None:
-            await actor.close()
-
 
 def make_art_rollout(env: str, **options: Any) -> ArtRollout:
     """An :class:`ArtRollout` for ``env``: ``rollout = make_art_rollout("wordle", capture=store)``, then
