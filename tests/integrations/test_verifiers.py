@@ -97,8 +97,9 @@ async def test_play_episode_through_our_client_text_and_tools() -> None:
         assert [s["action"] for s in episode.steps] == [{"delta": 4}, {"delta": 6}]
 
     async with serve_process("trading_mcp") as (endpoint, _):
-        reply, seen = await replies(['{"tool": "advance", "arguments": {"bars": 3}}'])
+        reply, seen = await replies(['{"tool": "place_order", "arguments": {"side": "buy", "size": 10}}',
+                                     '{"tool": "advance", "arguments": {"bars": 3}}'])
         async with MCPToolClient(endpoint.base_url) as env:
-            episode = await play_episode(env, reply, kind="tool", seed=1, reset={}, max_turns=2)
-        assert episode.turns == 2 and len(seen) == 2 and episode.reward != 0.0
-        assert all(s["action"]["tool_name"] == "advance" for s in episode.steps)
+            episode = await play_episode(env, reply, kind="tool", seed=1, reset={}, max_turns=3)
+        assert episode.turns == 3 and len(seen) == 3 and episode.reward != 0.0  # the position moved with the market
+        assert [s["action"]["tool_name"] for s in episode.steps] == ["place_order", "advance", "advance"]
