@@ -226,7 +226,7 @@ def verifiers_classes(default_env: str = "wordle") -> dict[str, type]:
         VerifiersNotInstalled: verifiers is not installed.
         EnvLoadError: ``default_env`` is not a known env (close matches named).
     """
-    vf = import_verifiers()
+    vf: Any = import_verifiers()
     from pydantic import model_validator
 
     from ._verifiers_run import OpenEnvTrainRunner
@@ -252,6 +252,14 @@ def verifiers_classes(default_env: str = "wordle") -> dict[str, type]:
             if isinstance(data, dict):
                 check_options(data)
             return data
+
+        @model_validator(mode="after")
+        def _resolvable(self) -> Any:
+            try:
+                _resolve_kind(self.env, self.action)
+            except OpenEnvTrainError as exc:  # pydantic shows ValueErrors as the option's error
+                raise VerifiersError(f"--env.taskset.env/--env.taskset.action: {exc}") from None
+            return self
 
     class Data(vf.TaskData):  # type: ignore[misc, valid-type]
         env: str
