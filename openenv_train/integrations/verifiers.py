@@ -42,8 +42,9 @@ from typing import Any
 
 from ..core import OpenEnvTrainError, did_you_mean
 
-__all__ = ["ACTION_KINDS", "INSTALL", "OPTIONS", "VerifiersError", "VerifiersNotInstalled", "export_package",
-           "import_verifiers", "package_name", "parse_action", "play_episode", "verifiers_classes"]
+__all__ = ["ACTION_KINDS", "INSTALL", "OPTIONS", "EpisodeResult", "VerifiersError", "VerifiersNotInstalled",
+           "check_options", "export_package", "import_verifiers", "package_name", "parse_action", "play_episode",
+           "render", "verifiers_classes"]
 
 INSTALL = "pip install 'verifiers==0.4.0'  (or: pip install 'openenv-train[verifiers]')"
 ACTION_KINDS = ("auto", "message", "json", "tool")
