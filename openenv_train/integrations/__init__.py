@@ -1,4 +1,4 @@
-"""Trainer adapters: TRL, SkyRL, ART, Miles, Unsloth (see DESIGN.md).
+"""Trainer adapters: TRL, SkyRL, ART, Miles, verifiers, Unsloth (see DESIGN.md).
 
 - :mod:`openenv_train.integrations.trl`: GRPOTrainer ``rollout_func``, reward functions, SFT datasets.
 - :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output; any env as a SkyRL
@@ -8,6 +8,9 @@
 - :mod:`openenv_train.integrations.miles`: any env as Miles' custom agent function
   (:func:`~openenv_train.integrations.miles.make_miles_agent_function`) and reward function, captured episodes as
   Miles ``Sample`` objects; a torchforge recipe in its docstring (``miles`` imported lazily).
+- :mod:`openenv_train.integrations.verifiers`: any env as a verifiers (v1) taskset and ``Env``, and
+  ``openenv-train export verifiers ENV DIR`` as an installable environment package for ``vf-eval``/prime-rl
+  (``verifiers`` imported lazily).
 - :mod:`openenv_train.integrations.unsloth`: ``load_model`` with Unsloth on a GPU, else plain transformers.
 - :mod:`openenv_train.integrations.openenv_traces`: traces both ways with OpenEnv's harness (collect jsonl in,
   TrainingTrace out).

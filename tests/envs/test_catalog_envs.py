@@ -33,7 +33,9 @@ def _sample_action(env_cls: type[Environment[Any, Any, Any]]) -> dict[str, Any]:
         spec = next(iter(env_cls.tools.values()))
         args = {name: "x" for name in spec.args_model.model_fields}
         return {"type": "call_tool", "tool_name": spec.tool.name, "arguments": args}
-    return {}  # every typed catalog action has defaults for its fields
+    # required fields are text (Wordle's message, required as OpenEnv's TextArenaAction); the rest have defaults
+    required = env_cls.action_type.model_json_schema().get("required", [])
+    return {name: "x" for name in required}
 
 
 async def _maybe(value: Any) -> Any:

@@ -211,7 +211,11 @@ def test_bad_reset_options_raise_clear_errors(options: dict[str, object], match:
 
 def test_schema_and_metadata() -> None:
     schema = WordleEnvironment.spec_info().schema()
-    assert schema["action"]["properties"]["message"]["default"] == ""
+    # required, as OpenEnv's TextArenaAction: a plain-text reply fills the one required field (verifiers'
+    # openenv taskset), and an action without it is refused rather than played as an empty guess
+    assert schema["action"]["required"] == ["message"] and "default" not in schema["action"]["properties"]["message"]
+    with pytest.raises(ValueError, match="message"):
+        WordleAction.model_validate({})
     assert {"prompt", "messages", "current_player_id", "legal_players", "info", "guesses", "feedback",
             "remaining_guesses", "greens", "yellows", "reward_signals"} <= set(schema["observation"]["properties"])
     meta = WordleEnvironment.metadata_info()

@@ -15,10 +15,14 @@ DEFAULT_MAX_GUESSES = 6
 
 
 class WordleAction(Action):
-    """The player's reply; the guess is read from it (see the env's README for the rules)."""
+    """The player's reply; the guess is read from it (see the env's README for the rules).
+
+    ``message`` is required, as in OpenEnv's ``TextArenaAction``: the action schema then names the one field a
+    plain-text reply fills (verifiers' ``openenv`` taskset sends ``{required[0]: reply}``), and an action without
+    it is refused with the field named instead of played as an empty guess.
+    """
 
     message: str = Field(
-        default="",
         description="Free text holding the guess: its first [xxxxx], else its first five letters.",
     )
 
