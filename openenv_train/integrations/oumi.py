@@ -84,6 +84,10 @@ class OumiRegistration:
         reward_weights: their weights, in the same order (for ``training.trainer_kwargs.reward_weights``).
         rollout: the TRL rollout function (its ``last_rows`` are the latest batch's TraceRows).
         writer: the trace writer, or None without ``trace_dir``/``writer``.
+        functions: each reward function by its registry name.
+
+    Calling it is TRL's ``rollout_func(prompts, trainer)``: this is what Oumi's registry holds under
+    ``rollout_function``.
     """
 
     rollout_function: str

@@ -93,6 +93,36 @@ def test_a_grpo_step_as_oumi_builds_it_gets_the_env_rewards_and_writes_traces(tm
     assert {r.episode_id for r in read_traces(tmp_path / "traces")} == {r.episode_id for r in rows}
 
 
+@pytest.mark.timeout(300)
+def test_on_a_ray_pool_the_registration_writes_the_pools_rows(ray_local: Any, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from openenv_train.policy import build_tiny_model
+    from openenv_train.pool import RolloutPool
+    from openenv_train.trace import CaptureStore
+
+    path = build_tiny_model(tmp_path / "tiny")
+
+    def factory(base_url: str, capture: CaptureStore) -> RolloutPool:
+        return RolloutPool("wordle", base_url, capture=capture, num_actors=1, max_turns=1, run_id="oumi-ray").start()
+
+    reg = make_oumi_functions(factory, name="wordle", trace_dir=tmp_path / "traces", per_turn_tokens=4)
+    args = SimpleNamespace(num_generations=2, temperature=1.0, top_p=1.0, top_k=0, max_completion_length=16)
+    trainer = SimpleNamespace(model=AutoModelForCausalLM.from_pretrained(path), num_generations=2, args=args,
+                              processing_class=AutoTokenizer.from_pretrained(path), state=SimpleNamespace(global_step=0))
+    try:
+        out = reg(['{"task": "crane"}'] * 2 + ['{"task": "slate"}'] * 2, trainer)
+        written = list(read_traces(tmp_path / "traces"))  # flushed after the batch
+    finally:
+        reg.close()
+    rows = reg.rollout.last_rows
+    assert len(rows) == 4 and all(r.ok for r in rows)
+    assert [r.episode_id for r in written] == [r.episode_id for r in rows]
+    assert reg.functions["wordle_env"]([], [], reward_env=out["reward_env"]) == [r.reward for r in rows]
+
+
 @needs_oumi
 def test_register_oumi_puts_the_functions_where_oumi_looks_them_up() -> None:
     from oumi.builders import build_reward_functions, build_rollout_function
