@@ -20,6 +20,7 @@ import yaml
 
 from openenv_train.core import OpenEnvTrainError
 from openenv_train.integrations.oumi import OumiError, OumiNotInstalled, make_oumi_functions, register_oumi
+from openenv_train.rubrics import get_rubric
 from openenv_train.trace import read_traces
 from tests.integrations._oumi import OUMI_MISSING, WORDS, registration_options, write_tasks
 
@@ -63,7 +64,8 @@ def test_a_grpo_step_as_oumi_builds_it_gets_the_env_rewards_and_writes_traces(tm
 
     path = build_tiny_model(tmp_path / "tiny")
     dataset = load_dataset("json", data_files=str(write_tasks(tmp_path / "tasks.jsonl")), split="train")
-    reg = make_oumi_functions("wordle", name="wordle", trace_dir=tmp_path / "traces", **registration_options("step"))
+    reg = make_oumi_functions("wordle", name="wordle", trace_dir=tmp_path / "traces", rubrics={"wordle#greens": 0.5},
+                              **registration_options("step"))
     on_disk: list[int] = []
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -73,7 +75,8 @@ def test_a_grpo_step_as_oumi_builds_it_gets_the_env_rewards_and_writes_traces(tm
 
     config = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=2,
                         max_completion_length=8, max_steps=1, bf16=False, report_to=[], logging_steps=1,
-                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=0.0, learning_rate=1e-3)
+                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=0.0, learning_rate=1e-3,
+                        reward_weights=reg.reward_weights)
     # what Oumi's train() hands TRL: reward_funcs=[registry functions], rollout_func=registry rollout function
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(path),
                           processing_class=AutoTokenizer.from_pretrained(path), args=config, train_dataset=dataset,
@@ -88,6 +91,10 @@ def test_a_grpo_step_as_oumi_builds_it_gets_the_env_rewards_and_writes_traces(tm
     assert all(r is not None and 0.2 <= r <= 1.0 for r in rewards), rewards  # every guess shares letters
     log = trainer.state.log_history[0]
     assert log["rewards/wordle_env/mean"] == pytest.approx(sum(rewards) / 4)  # type: ignore[arg-type]
+    greens = [get_rubric("wordle")(r).components["greens"] for r in rows]
+    assert log["rewards/wordle_wordle_greens/mean"] == pytest.approx(sum(greens) / 4)
+    weighted = [(r.reward or 0.0) + 0.5 * g for r, g in zip(rows, greens, strict=True)]
+    assert log["reward"] == pytest.approx(sum(weighted) / 4)  # the reward weights apply
     assert math.isfinite(log["loss"]) and math.isfinite(log["grad_norm"])
     assert {r.trace.turns[0].response["choices"][0]["message"]["content"] for r in rows} <= set(WORDS)
     assert {r.episode_id for r in read_traces(tmp_path / "traces")} == {r.episode_id for r in rows}
@@ -149,13 +156,15 @@ def test_oumi_train_runs_grpo_on_a_wordle_server(tmp_path: Path) -> None:
     module.write_text("from openenv_train.integrations.oumi import register_oumi\n"
                       "from tests.integrations._oumi import registration_options\n"
                       f"register_oumi('wordle', name='openenv_wordle', trace_dir={str(tmp_path / 'traces')!r},\n"
-                      "              **registration_options('oumi'))\n")
+                      "              rubrics={'wordle#greens': 0.5}, **registration_options('oumi'))\n")
     (tmp_path / "deps.txt").write_text(f"{module}\n")
     config = yaml.safe_load((ROOT / "configs" / "oumi" / "grpo_wordle.yaml").read_text())
     config["model"]["model_name"] = str(tmp_path / "tiny")
     config["data"]["train"]["datasets"][0]["dataset_kwargs"]["data_files"] = str(write_tasks(tmp_path / "t.jsonl"))
     config["training"].update(output_dir=str(tmp_path / "out"), save_steps=1)  # checkpoints keep the step logs
     config["training"]["grpo"]["max_completion_length"] = 8
+    config["training"]["reward_functions"] = ["openenv_wordle_env", "openenv_wordle_wordle_greens"]
+    config["training"]["trainer_kwargs"]["reward_weights"] = [1.0, 0.5]
     (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(config))
     env = {**os.environ, "OUMI_EXTRA_DEPS_FILE": str(tmp_path / "deps.txt"), "DO_NOT_TRACK": "1",
            "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", "PYTHONPATH": str(ROOT)}
@@ -172,3 +181,7 @@ def test_oumi_train_runs_grpo_on_a_wordle_server(tmp_path: Path) -> None:
         step_rows = [r for r in rows if r.policy.version == entry["step"] - 1]
         assert len(step_rows) == 4 and all(r.reward is not None and r.reward >= 0.2 for r in step_rows)
         assert entry["rewards/openenv_wordle_env/mean"] == pytest.approx(sum(r.reward or 0.0 for r in step_rows) / 4)
+        greens = [get_rubric("wordle")(r).components["greens"] for r in step_rows]
+        assert entry["rewards/openenv_wordle_wordle_greens/mean"] == pytest.approx(sum(greens) / 4)
+        weighted = [(r.reward or 0.0) + 0.5 * g for r, g in zip(step_rows, greens, strict=True)]
+        assert entry["reward"] == pytest.approx(sum(weighted) / 4)  # Oumi passed trainer_kwargs.reward_weights on
