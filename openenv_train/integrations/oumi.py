@@ -24,8 +24,8 @@ prompts become reset options as in TRL (a JSON object prompt such as ``{"task": 
 :func:`~openenv_train.integrations.trl.default_task`).
 
 Oumi 0.9 pins ``torch<2.13``, ``trl<1.7``, ``transformers<5.17`` and ``peft<0.20``, older than this project's
-training extras: install it in a venv of its own (``pip install oumi==0.9`` then ``pip install -e
-'.[policy]'`` of this project, which keeps Oumi's pins). TRL 1.6, the one Oumi's pins resolve to, calls
+training extras: install it in a venv of its own (from a checkout of this project, ``pip install -e '.[oumi]'``,
+which keeps Oumi's pins). TRL 1.6, the one Oumi's pins resolve to, calls
 ``rollout_func(prompts, trainer)`` and passes ``env_mask`` and the extra fields on as TRL 1.16 does.
 """
 
@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["INSTALL", "OumiError", "OumiNotInstalled", "OumiRegistration", "import_oumi_registry",
            "make_oumi_functions", "register_oumi"]
 
-INSTALL = ("pip install 'oumi==0.9'  (in a venv of its own: Oumi 0.9 pins torch<2.13, trl<1.7, transformers<5.17 "
-           "and peft<0.20; then pip install -e '.[policy]' of openenv-train there)")
+INSTALL = ("pip install 'oumi==0.9' in a venv of its own, with this project (from a checkout: pip install -e "
+           "'.[oumi]'): Oumi 0.9 pins torch<2.13, trl<1.7, transformers<5.17 and peft<0.20, older than this "
+           "project's training extras")
 
 
 class OumiError(OpenEnvTrainError, ValueError):

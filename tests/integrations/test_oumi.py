@@ -161,7 +161,8 @@ def test_oumi_train_runs_grpo_on_a_wordle_server(tmp_path: Path) -> None:
     config = yaml.safe_load((ROOT / "configs" / "oumi" / "grpo_wordle.yaml").read_text())
     config["model"]["model_name"] = str(tmp_path / "tiny")
     config["data"]["train"]["datasets"][0]["dataset_kwargs"]["data_files"] = str(write_tasks(tmp_path / "t.jsonl"))
-    config["training"].update(output_dir=str(tmp_path / "out"), save_steps=1)  # checkpoints keep the step logs
+    # checkpoints keep the step logs; gradient checkpointing on: the trainer's model is sampled in train mode
+    config["training"].update(output_dir=str(tmp_path / "out"), save_steps=1, enable_gradient_checkpointing=True)
     config["training"]["grpo"]["max_completion_length"] = 8
     config["training"]["reward_functions"] = ["openenv_wordle_env", "openenv_wordle_wordle_greens"]
     config["training"]["trainer_kwargs"]["reward_weights"] = [1.0, 0.5]
