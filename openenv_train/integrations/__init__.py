@@ -1,4 +1,4 @@
-"""Trainer adapters: TRL, SkyRL, ART, Miles, verifiers, Unsloth (see DESIGN.md).
+"""Trainer adapters: TRL, SkyRL, ART, Miles, verifiers, Oumi, Unsloth (see DESIGN.md).
 
 - :mod:`openenv_train.integrations.trl`: GRPOTrainer ``rollout_func``, reward functions, SFT datasets.
 - :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output; any env as a SkyRL
@@ -11,6 +11,8 @@
 - :mod:`openenv_train.integrations.verifiers`: any env as a verifiers (v1) taskset and ``Env``, and
   ``openenv-train export verifiers ENV DIR`` as an installable environment package for ``vf-eval``/prime-rl
   (``verifiers`` imported lazily).
+- :mod:`openenv_train.integrations.oumi`: any env as an Oumi GRPO rollout function and reward functions in Oumi's
+  registry (:func:`~openenv_train.integrations.oumi.register_oumi`; ``oumi`` imported lazily).
 - :mod:`openenv_train.integrations.unsloth`: ``load_model`` with Unsloth on a GPU, else plain transformers.
 - :mod:`openenv_train.integrations.openenv_traces`: traces both ways with OpenEnv's harness (collect jsonl in,
   TrainingTrace out).

@@ -170,12 +170,21 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
 
     from ._llama_decode import FastDecoder
 
+    # A trainer's model is in train mode; with gradient checkpointing on, transformers < 5.17 (Oumi's pin) drops the
+    # KV cache in train mode. Sampling is done in eval mode (no dropout either), and the mode is restored after.
+    training = bool(getattr(model, "training", False))
     with torch.inference_mode():
         if prefix is not None and fast and FastDecoder.supports(model):
             prefix.check_weights(weights_fingerprint(model, version))
         else:
             prefix = None
-        return _Batch(model, tokenizer, rows, pad_id).run(fast=fast, prefix=prefix)
+        if training:
+            model.eval()
+        try:
+            return _Batch(model, tokenizer, rows, pad_id).run(fast=fast, prefix=prefix)
+        finally:
+            if training:
+                model.train()
 
 
 class _Batch:
