@@ -2,8 +2,9 @@
 
 A teacher game shows one consistent word per turn, a sample from "any answer that fits the marks". Training on the
 sample alone (hard labels) makes a small model learn that distribution slowly, one draw at a time; here every
-letter position is trained on the exact distribution the teacher drew from: among the answer words that fit every
-mark so far and start with the letters already written, the share that continues with each letter. That is the
+letter position is trained on the exact distribution the teacher drew from: among the words it draws from (the
+answers that fit every mark so far, else the valid words that do) that start with the letters already written,
+the share that continues with each letter. That is the
 same objective in expectation, with far less noise per token. It needs a character-level tokenizer (a letter is a
 token); other tokenizers train on the sampled conversations instead.
 """
@@ -75,8 +76,8 @@ class DistillCollator:
             if turn < len(teacher.opening):
                 out += [np.eye(26, dtype=np.float32)[ord(letter) - 97] for letter in guess]
             else:
-                rows = self.letters[candidates]
-                alive = np.ones(len(candidates), dtype=bool)
+                rows = self.letters[teacher.choices(candidates)]
+                alive = np.ones(len(rows), dtype=bool)
                 for j, letter in enumerate(guess):
                     counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
                     out.append(counts / counts.sum())
@@ -138,15 +139,17 @@ def distill_trainer() -> type:
 
 def teacher_dataset(tokenizer: Any, secrets: Sequence[str], *, opening: Sequence[str], system_prompt: str | None,
                     distill: bool, batch_size: int, seed: int) -> tuple[Any, Any, Any]:
-    """Teacher games on ``secrets`` (never a held-out word) as (dataset, collator, trainer class): the teacher's
-    next-letter distributions when ``distill`` and the tokenizer is a character one, else the sampled
-    conversations (TRL renders them; collator and trainer class are None)."""
+    """Teacher games on ``secrets`` (never a held-out word; answers or other valid guesses) as (dataset, collator,
+    trainer class): the teacher's next-letter distributions when ``distill`` and the tokenizer is a character one,
+    else the sampled conversations (TRL renders them; collator and trainer class are None)."""
     import datasets
 
     from ..envs.wordle import answers
     from ..policy import is_char_tokenizer
 
-    teacher = ConsistentTeacher(answers(), opening)  # held-out words may be guessed, never be secrets
+    known = answers()
+    # held-out words may be guessed and be targets, never secrets
+    teacher = ConsistentTeacher(known, opening, extra=sorted(set(secrets) - set(known)))
     rng = random.Random(seed)
     games = [teacher.play(secret, rng) for secret in secrets]
     if distill and is_char_tokenizer(tokenizer):

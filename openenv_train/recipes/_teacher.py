@@ -1,5 +1,5 @@
 """A Wordle teacher whose moves teach the rule: a fixed opening, then each guess a random answer word consistent
-with all feedback.
+with all feedback (a random consistent valid word once no answer fits: for secrets that are not answers).
 
 That policy wins about 98-99% of games over the answer list (Norvig's Jotto notebook), and unlike the expert
 solver's probe words its choices after the opening follow from the feedback alone, which a small model can imitate.
@@ -42,7 +42,13 @@ def _table(letters: Any, guess_letters: Any = None, chunk: int = 256) -> Any:
 
 class ConsistentTeacher:
     """Plays Wordle with guesses drawn from ``words`` (the answer list) that fit every mark seen so far, after a
-    fixed ``opening`` (first guesses played in every game, any valid guesses).
+    fixed ``opening`` (first guesses played in every game, any valid guesses). Secrets may also be ``extra`` words
+    (valid guesses that are not answers): once no word of ``words`` fits, the teacher guesses an extra word that
+    does.
+
+    Extra secrets widen what imitation covers: with answers alone and a fixed opening, most answers are the only
+    answer with their opening marks, so no game ever has them as a target; an extra secret with the same marks
+    makes the fitting answers targets.
 
     A fixed opening costs the teacher nothing (it still wins about 99%) and narrows what a model must learn: a
     greedy model plays one opening anyway, and after a fixed one the situations it meets are the marks of known
@@ -55,10 +61,13 @@ class ConsistentTeacher:
         ('crate', 'GGGGG')
     """
 
-    def __init__(self, words: Sequence[str], opening: Sequence[str] = ()) -> None:
+    def __init__(self, words: Sequence[str], opening: Sequence[str] = (), extra: Sequence[str] = ()) -> None:
         import numpy as np
 
-        self.words = list(words)
+        known = set(words)
+        self.answers = len(words)
+        """How many of :attr:`words` (the first ones) are answers: the rest are the extra secrets."""
+        self.words = list(words) + sorted(set(extra) - known)
         self.opening = [w.lower() for w in opening]
         self._index = {w: i for i, w in enumerate(self.words)}
         bad = [w for w in self.opening if len(w) != 5 or not w.isascii() or not w.isalpha()]
@@ -90,6 +99,12 @@ class ConsistentTeacher:
         code = int(self.row(guess)[self._index[secret]])
         return "".join("XYG"[(code // 3 ** (4 - k)) % 3] for k in range(5))
 
+    def choices(self, candidates: Any) -> Any:
+        """The indices the teacher draws its next guess from, given the ``candidates`` that fit every mark so far:
+        the answers among them, or all of them when none is an answer."""
+        answers = candidates[candidates < self.answers]
+        return answers if len(answers) else candidates
+
     def play(self, secret: str, rng: random.Random, max_guesses: int = 6) -> list[tuple[str, str]]:
         """One game: (guess, marks) pairs until the secret is found or the guesses run out."""
         import numpy as np
@@ -101,7 +116,8 @@ class ConsistentTeacher:
             if turn < len(self.opening):
                 word = self.opening[turn]
             else:
-                word = self.words[int(candidates[rng.randrange(len(candidates))])]
+                pool = self.choices(candidates)
+                word = self.words[int(pool[rng.randrange(len(pool))])]
             row = self.row(word)
             history.append((word, self.marks(word, secret)))
             if word == secret:

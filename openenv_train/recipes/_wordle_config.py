@@ -60,16 +60,22 @@ SET_ELSEWHERE = {"max_turns": "env.max_turns", "sandbox": "env.sandbox", "show_p
 @dataclass
 class TeacherSection:
     """The teacher whose games the SFT phase imitates: a fixed opening, then each guess a random answer word
-    consistent with every mark so far."""
+    consistent with every mark so far (a valid word that is, once no answer fits)."""
 
     opening: list[str] = field(default_factory=lambda: ["stale", "prion", "duchy"])
     """Fixed first guesses of every teacher game (valid guesses); ``[]``: every guess a random consistent word. A
     greedy model plays one opening anyway; a fixed one leaves it far fewer situations to learn (these three test
     15 letters and leave 1.6 candidate answers on average; the teacher still wins 99.5%)."""
+    valid_share: float = 0.5
+    """Share of SFT's secrets drawn from the valid guesses that are not answers (never held out: held-out words are
+    answers). With answers alone most answers are the only one with their opening marks, so no game makes them a
+    target; a non-answer secret with the same marks does (the teacher guesses the answers that fit first)."""
 
     def __post_init__(self) -> None:
         from ..envs.wordle import valid_guesses
 
+        if not 0.0 <= self.valid_share <= 1.0:
+            raise ValueError(f"teacher.valid_share must be in [0, 1], got {self.valid_share}")
         bad = [w for w in self.opening if str(w).lower() not in valid_guesses()]
         if bad or len(set(self.opening)) != len(self.opening):
             raise ValueError(f"teacher.opening: {bad or 'a repeated word'} — give distinct words of the Wordle "
@@ -84,8 +90,8 @@ class GRPOSection(GRPOPhase):
     """Answer words kept for GRPO's secrets: never a secret in SFT (they may be guessed there, as held-out words
     may), so GRPO plays words the warm start did not memorise; 0: GRPO's secrets are drawn from SFT's."""
     valid_share: float = 0.0
-    """Share of GRPO's secrets drawn from the valid guesses that are not answers (never SFT secrets or targets;
-    the rest from ``secrets``)."""
+    """Share of GRPO's secrets drawn from the valid guesses that are not answers (the rest from ``secrets``); they
+    may have been SFT secrets too when ``teacher.valid_share`` > 0."""
     reward_weights: dict[str, float] = field(default_factory=lambda: {"env": 1.0, "speed": 0.5, "consistent": 0.5,
                                                                        "invalid_guesses": -0.5})
     """Reward components and weights: ``env`` (the game's reward) or any score of the ``wordle`` rubric
@@ -145,23 +151,26 @@ class GrpoWordleConfig:
     """The Ray rollout pool: any :class:`~openenv_train.pool.PoolConfig` field (``pool.max_retries=0``), defaults
     from :func:`recipe_pool`, except those of :data:`SET_ELSEWHERE` (``env.max_turns``, ...)."""
     teacher: TeacherSection = field(default_factory=TeacherSection)
-    sft: SFTSection = field(default_factory=lambda: SFTSection(budget_s=600.0))
+    sft: SFTSection = field(default_factory=lambda: SFTSection(episodes=140000, budget_s=600.0))
     grpo: GRPOSection = field(default_factory=GRPOSection)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)
 
     def secret_splits(self) -> tuple[list[str], list[str], list[str]]:
-        """Held-out, SFT and GRPO secrets, fixed by ``seed``: held-out words are never secrets of either training
-        phase, and GRPO's come from ``grpo.secrets`` answers that are not SFT's (all three disjoint)."""
+        """Held-out, SFT and GRPO secrets, fixed by ``seed``: held-out words (answers) are never secrets of either
+        training phase; GRPO's answers come from ``grpo.secrets`` answers that are not SFT's; a ``teacher.valid_share``
+        of SFT's and a ``grpo.valid_share`` of GRPO's are valid guesses that are not answers."""
         from ..envs.wordle import answers, valid_guesses
 
         words = sorted(answers())
         random.Random(self.seed).shuffle(words)
         held, rest = words[:self.eval.words], words[self.eval.words:]
         reserved, rest = (rest[:self.grpo.secrets], rest[self.grpo.secrets:]) if self.grpo.secrets else (rest, rest)
-        sft = [rest[i % len(rest)] for i in range(self.sft.episodes)]
+        others = sorted(set(valid_guesses()) - set(words)) if self.grpo.valid_share or self.teacher.valid_share else []
+        pick = random.Random(self.seed + 2)
+        sft = [pick.choice(others) if pick.random() < self.teacher.valid_share else rest[i % len(rest)]
+               for i in range(self.sft.episodes)]
         rng = random.Random(self.seed + 1)
-        others = sorted(set(valid_guesses()) - set(words)) if self.grpo.valid_share else []
         grpo = [rng.choice(others if rng.random() < self.grpo.valid_share else reserved)
                 for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
         return held, sft, grpo

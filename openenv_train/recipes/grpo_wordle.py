@@ -125,7 +125,9 @@ def _evaluate(rec: RecipeRun, games: WordleGames, model: Any, tokenizer: Any, wo
 
 
 def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConfig, rec: RecipeRun) -> tuple[Any, dict[str, Any]]:
-    """SFT on teacher games: a fixed opening, then random answer words consistent with all marks so far."""
+    """SFT on teacher games: a fixed opening, then random answer words consistent with all marks so far (valid
+    words once no answer fits)."""
+    from ..envs.wordle import answers
     from ._distill import teacher_dataset
 
     start = time.perf_counter()
@@ -133,8 +135,11 @@ def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConf
         tokenizer, secrets, opening=cfg.teacher.opening, system_prompt=cfg.env.system_prompt, distill=cfg.sft.distill,
         batch_size=cfg.sft.batch_size, seed=cfg.seed)
     opening = f"opening {', '.join(cfg.teacher.opening)}, then " if cfg.teacher.opening else ""
+    known = set(answers())
+    others = sum(1 for s in secrets if s not in known)
     console.print(f"{len(dataset)} teacher games in {time.perf_counter() - start:.1f}s ({opening}random answer words "
-                  f"consistent with all marks so far; {len(set(secrets))} secrets, none held out); targets: "
+                  f"consistent with all marks so far; {len(set(secrets))} secrets, none held out, {others} games on "
+                  f"valid guesses that are not answers); targets: "
                   f"{'the teacher next-letter distributions' if collator else 'the sampled words'}")
     return train_sft_in_budget(model, tokenizer, dataset, cfg.sft, rec.out / "checkpoints" / "sft", console=console,
                                metrics=rec.metrics, seed=cfg.seed, show_progress=cfg.show_progress,

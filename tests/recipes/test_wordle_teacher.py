@@ -105,3 +105,47 @@ def test_batches_hold_games_of_one_length_and_need_no_mask(teacher: ConsistentTe
         assert int((batch["labels"] != -100).sum()) == int((weight > 0).sum())
     mixed = collator([rows[0], next(r for r in rows if len(r["guesses"]) != len(rows[0]["guesses"]))])
     assert "attention_mask" in mixed and int(mixed["attention_mask"].sum()) < mixed["input_ids"].numel()
+
+
+def test_secrets_that_are_not_answers_get_the_fitting_answers_first_then_the_fitting_valid_words(
+        tokenizer: Any) -> None:
+    """A non-answer secret: after the opening the teacher guesses an answer while one fits, then a valid word that
+    fits (the secret among them); the targets are the letter shares of the same words (brute force)."""
+    rng = random.Random(4)
+    extra = rng.sample(sorted(valid_guesses() - set(answers())), 400)
+    teacher = ConsistentTeacher(answers(), opening=["stale", "prion"], extra=extra)
+    assert teacher.answers == len(answers()) and teacher.words[teacher.answers:] == sorted(extra)
+    collator = DistillCollator(tokenizer, teacher)
+    games = [(secret, teacher.play(secret, rng)) for secret in extra[:60]]
+    fell_back = 0
+    for secret, game in games:
+        assert all(marks == feedback(guess, secret) for guess, marks in game)
+        targets = collator._game_targets(game)
+        k = 0
+        for turn, (guess, _) in enumerate(game):
+            fitting_answers = [w for w in answers() if consistent(w, game[:turn])]
+            pool = fitting_answers or [w for w in sorted(extra) if consistent(w, game[:turn])]
+            if turn >= 2:
+                assert guess in pool, (secret, game)
+                fell_back += not fitting_answers
+            for j in range(len(guess)):
+                if turn >= 2:
+                    heads = [w for w in pool if w[:j] == guess[:j]]
+                    expected = np.bincount([ord(w[j]) - 97 for w in heads], minlength=26) / len(heads)
+                    np.testing.assert_allclose(targets[k], expected, atol=1e-6)
+                k += 1
+            k += 1  # the end of the turn
+    assert fell_back > 0  # some games ran out of answers and went on with valid words
+    assert sum(game[-1][1] == "GGGGG" for _, game in games) / len(games) >= 0.9
+
+
+def test_the_recipe_draws_a_share_of_sft_secrets_from_non_answers_and_never_a_held_out_word() -> None:
+    from openenv_train.recipes.grpo_wordle import GrpoWordleConfig, TeacherSection
+
+    cfg = GrpoWordleConfig()
+    held, sft, grpo = cfg.secret_splits()
+    others = [s for s in sft if s not in set(answers())]
+    assert 0.45 < len(others) / len(sft) < 0.55 and set(others) <= valid_guesses()
+    assert not set(held) & set(sft) and not set(held) & set(grpo) and not set(grpo) & set(sft)
+    with pytest.raises(ValueError, match="teacher.valid_share"):
+        TeacherSection(valid_share=1.5)
