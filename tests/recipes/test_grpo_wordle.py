@@ -1,8 +1,13 @@
 """The GRPO Wordle recipe end to end with the smoke config: killed (-9) during GRPO, resumed, every output checked,
-and the decoding constraint never lets an illegal guess through."""
+and the decoding constraint never lets an illegal guess through.
+
+The kill comes at a known place: the recipe plays on a Wordle server of the test's whose GRPO games after the
+second step's wait at a gate (``_gated_wordle.py``), so the recipe has saved GRPO's checkpoint-2 and cannot finish
+before it is killed (its smoke GRPO steps take a fraction of a second each)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -10,10 +15,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openenv_train.envs.wordle import valid_guesses
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.recipes.grpo_wordle import EvalSection, GrpoWordleConfig
 from openenv_train.trace import read_traces
 
@@ -26,30 +33,51 @@ def _env() -> dict[str, str]:
     return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _wait_for_checkpoint(run: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+def _wait_at_the_gate(run: Path, gate: Path, process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Until GRPO's checkpoint-2 is saved and a game of step 3 waits at the gate (both reported by the child)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert process.poll() is None, "the recipe ended before its first GRPO checkpoint"
-        if list((run / "checkpoints" / "grpo").glob("checkpoint-2/trainer_state.json")):
+        assert process.poll() is None, "the recipe ended before its GRPO games reached the gate"
+        if (gate / "waiting").exists() and list((run / "checkpoints" / "grpo").glob("checkpoint-2/trainer_state.json")):
             return
-        time.sleep(0.5)
-    raise AssertionError("no GRPO checkpoint within the time limit")
+        time.sleep(0.2)
+    raise AssertionError("no GRPO checkpoint-2 with a game waiting at the gate within the time limit")
+
+
+@pytest.fixture
+def gated_wordle(tmp_path: Path) -> Any:
+    """A Wordle server whose GRPO games after the first 8 (2 steps x 2 prompts x 2 generations) wait at a gate."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    held = GrpoWordleConfig(eval=EvalSection(words=8)).secret_splits()[0]
+    (gate / "held.json").write_text(json.dumps(held))
+    (gate / "limit").write_text("8")
+    provider = LocalProcessProvider("tests.recipes._gated_wordle:GatedWordle",
+                                    env_vars={"WORDLE_GATE": str(gate), "PYTHONPATH": str(ROOT)})
+    endpoint = asyncio.run(provider.start())
+    try:
+        yield endpoint.base_url, gate
+    finally:
+        (gate / "open").touch()
+        asyncio.run(provider.stop(grace_s=5.0))
 
 
 @pytest.mark.timeout(600)
-def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Path) -> None:
+def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Path, gated_wordle: Any) -> None:
+    url, gate = gated_wordle
     run = tmp_path / "grpo-wordle-smoke"
     log = (tmp_path / "first.log").open("wb")
-    first = subprocess.Popen([*RECIPE, "--config", str(SMOKE), f"output.dir={tmp_path}"], stdout=log,
-                             stderr=subprocess.STDOUT, env=_env(), cwd=tmp_path, start_new_session=True)
+    first = subprocess.Popen([*RECIPE, "--config", str(SMOKE), f"output.dir={tmp_path}", f"env.url={url}"],
+                             stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=tmp_path, start_new_session=True)
     try:
-        _wait_for_checkpoint(run, first, 420)
+        _wait_at_the_gate(run, gate, first, 420)
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # the trainer and everything it started, mid-run
         first.wait()
     state = json.loads((run / "state.json").read_text())
     assert "sft" in state["done"] and "grpo" not in state["done"]
 
+    (gate / "open").touch()  # the resumed run plays through
     resumed = subprocess.run([*RECIPE, "--resume", str(run)], capture_output=True, text=True, env=_env(),
                              cwd=tmp_path, timeout=420)
     assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
