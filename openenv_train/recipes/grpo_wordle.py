@@ -86,7 +86,7 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
             grpo = partial(_grpo, games, model, tokenizer, grpo_words, cfg, rec)
             model = rec.train("grpo", out / "checkpoints" / "final", model, grpo, enabled=cfg.grpo.enabled,
                               setting="grpo.enabled")
-        with rec.phase("evaluation after GRPO (after SFT: end of step 4)", 6):
+        with rec.phase("evaluation after GRPO", 6):
             if cfg.grpo.enabled:
                 _evaluate(rec, games, model, tokenizer, held, "grpo", cfg, constrained=cfg.constrained)
                 if cfg.constrained and cfg.eval.unconstrained:
