@@ -4,9 +4,9 @@ A teacher game shows one consistent word per turn, a sample from "any answer tha
 sample alone (hard labels) makes a small model learn that distribution slowly, one draw at a time; here every
 letter position is trained on the exact distribution the teacher drew from: among the words it draws from (the
 answers that fit every mark so far, else the valid words that do) that start with the letters already written,
-the share that continues with each letter. That is the
-same objective in expectation, with far less noise per token. It needs a character-level tokenizer (a letter is a
-token); other tokenizers train on the sampled conversations instead.
+the share that continues with each letter. That is the same objective in expectation, with far less noise per
+token. It needs a character-level tokenizer (a letter is a token); other tokenizers train on the sampled
+conversations instead.
 """
 
 from __future__ import annotations
