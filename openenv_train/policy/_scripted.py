@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from ._constraints import CONSTRAINT_FIELDS
@@ -78,13 +78,15 @@ class ScriptedBackend:
 
 class FixedSampling:
     """Serve ``backend`` with ``overrides`` replacing the caller's sampling options; ``constrained=False`` also drops
-    the caller's decoding constraint (to see what the model writes on its own).
+    the caller's decoding constraint (to see what the model writes on its own). Options named in ``caller_may_set``
+    are defaults only: a request that sets one keeps its value (an agent that decodes some turns greedily).
 
     >>> FixedSampling(ScriptedBackend(lambda m: "hi"), temperature=0.0).overrides
     {'temperature': 0.0}
     """
 
-    def __init__(self, backend: PolicyBackend, *, constrained: bool = True, **overrides: Any) -> None:
+    def __init__(self, backend: PolicyBackend, *, constrained: bool = True, caller_may_set: Sequence[str] = (),
+                 **overrides: Any) -> None:
         from ._types import SamplingParams
 
         known = {f.name for f in dataclasses.fields(SamplingParams)}
@@ -92,6 +94,7 @@ class FixedSampling:
         if unknown:
             raise ValueError(f"unknown sampling option(s) {', '.join(unknown)}; options: {', '.join(sorted(known))}")
         self.backend, self.overrides, self.constrained = backend, overrides, constrained
+        self.caller_may_set = frozenset(caller_may_set)
 
     @property
     def model_id(self) -> str:
@@ -107,15 +110,16 @@ class FixedSampling:
         return stream_chat(self.backend, self._fixed(request))
 
     def _fixed(self, request: ChatRequest) -> ChatRequest:
-        body = {**request.body, **{k: list(v) if isinstance(v, tuple) else v for k, v in self.overrides.items()}}
-        if "max_tokens" in self.overrides:
+        fixed = {k: v for k, v in self.overrides.items() if k not in self.caller_may_set or k not in request.body}
+        body = {**request.body, **{k: list(v) if isinstance(v, tuple) else v for k, v in fixed.items()}}
+        if "max_tokens" in fixed:
             body.pop("max_completion_tokens", None)  # an upstream backend forwards the body: no conflicting cap
         constraint = request.constraint
         if not self.constrained:
             constraint = None
             for name in CONSTRAINT_FIELDS:
                 body.pop(name, None)
-        return dataclasses.replace(request, sampling=dataclasses.replace(request.sampling, **self.overrides), body=body,
+        return dataclasses.replace(request, sampling=dataclasses.replace(request.sampling, **fixed), body=body,
                                    constraint=constraint)
 
     async def aclose(self) -> None:

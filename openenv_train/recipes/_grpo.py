@@ -43,6 +43,14 @@ class GRPOSection:
     """Constant AdamW learning rate."""
     beta: float = 0.0
     """KL weight to the reference (starting) model; 0 skips the reference model."""
+    credit: str = "episode"
+    """How advantages reach tokens: ``episode`` (GRPO's: one per game against its group); ``turn`` (MT-GRPO: each
+    turn's tokens also get ``turn_reward_weight`` times its turn reward against the group's at that turn);
+    ``branch`` (each group's first game is greedy, every other game samples one move and decodes the rest greedily;
+    that move gets the game's advantage over the greedy one). ``turn`` and ``branch`` need a recipe that scores
+    turns (the Wordle recipe)."""
+    turn_reward_weight: float = 1.0
+    """Weight of the turn rewards under ``credit: turn``."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts (the loss scores tokens at the same temperature)."""
     top_p: float = 1.0
@@ -64,13 +72,16 @@ class GRPOSection:
         if self.num_generations < 2:
             raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the episodes of a group), "
                              f"got {self.num_generations}")
+        if self.credit not in ("episode", "turn", "branch"):
+            raise ValueError(f"grpo.credit must be episode, turn or branch, got {self.credit!r}")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
 
 def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
                out: Path, *, metrics: MetricsLog, reward_weights: Mapping[str, float], rubric: Any = None,
-               row_metrics: Callable[[Any], Mapping[str, float]] | None = None, seed: int = 0,
+               row_metrics: Callable[[Any], Mapping[str, float]] | None = None,
+               turn_rewards: Callable[[Any], Sequence[float | None]] | None = None, seed: int = 0,
                show_progress: bool = True, verbose: bool = False) -> tuple[Any, dict[str, Any]]:
     """Train ``model`` by GRPO on ``prompts`` (each a task's reset options; one per group, in order); returns the
     trained model (saved to ``out/checkpoints/final``) and the phase's budget record.
@@ -80,6 +91,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
         reward_weights: reward components (``env``, or a score of ``rubric``) and their weights.
         row_metrics: per-episode numbers whose means go to ``metrics.jsonl`` (phase ``grpo_rollout``) each step;
             default the env's reward.
+        turn_rewards: a reward per model turn of an episode, for ``g.credit`` ``turn`` or ``branch`` (under
+            ``branch``: 1.0 on the explored turn, None elsewhere; the agent asks for the other turns at temperature 0).
     """
     import datasets
     import torch
@@ -92,7 +105,9 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
                                                 "frac_reward_zero_std": "flat groups"})
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
-                                episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None)
+                                episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
+                                turn_rewards=turn_rewards if g.credit != "episode" else None,
+                                agent_temperature=g.credit == "branch")
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -119,9 +134,9 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps(dict(p)) for p in prompts]})
     trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                                    reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
-                                   allowed_from=rollout, callbacks=[log_callback(metrics, "grpo"),
-                                                                    _flush_on_save(games.writer),
-                                                                    budget_callback(budget, line)])
+                                   allowed_from=rollout, credit=g.credit, turn_reward_weight=g.turn_reward_weight,
+                                   callbacks=[log_callback(metrics, "grpo"), _flush_on_save(games.writer),
+                                              budget_callback(budget, line)])
     quiet_trainer(trainer, verbose)
     # a checkpoint is complete once its trainer_state.json is written; a kill during a save leaves one without
     checkpoints = sorted((p.parent for p in (out / "checkpoints" / "grpo").glob("checkpoint-*/trainer_state.json")),

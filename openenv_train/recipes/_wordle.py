@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..envs.wordle import feedback, valid_guesses
 from ..envs.wordle.solver import history_from_transcript
 from ..trace import TraceRow
 
-__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "WordleAgent", "consistent", "game_metrics", "render_turn",
-           "teacher_conversation", "wordle_history"]
+__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent", "consistency_turn_rewards", "consistent",
+           "explored_turns", "game_metrics", "render_turn", "teacher_conversation", "wordle_history"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
 SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with the word. After each guess you see "
@@ -102,30 +103,68 @@ def _sorted_guesses() -> tuple[str, ...]:
     return tuple(sorted(valid_guesses()))
 
 
+@dataclass(frozen=True)
+class BranchPlan:
+    """Which move of a training game explores: the others decode greedily, so a group's games differ from its
+    greedy game in one move each and their rewards against that game's say which moves beat the greedy ones.
+
+    Game ``k`` of a group (episode ids ``<group>-<k>``, from a rollout whose ids start with ``prefix``) is the greedy
+    reference for ``k == 0``; game ``k >= 1`` samples move ``first + (k - 1) % (moves - first)`` (0-based).
+
+    >>> [BranchPlan(first=3).explored(f"grpo-s0-c0-g1-{k}") for k in range(5)]
+    [None, 3, 4, 5, 3]
+    """
+
+    first: int
+    """First move that may be explored (after a fixed opening)."""
+    moves: int = 6
+    """Moves of a game (Wordle's six guesses)."""
+    prefix: str = "grpo-"
+    """Episode id prefix of the games that branch; others (evaluations) play as asked."""
+
+    def explored(self, episode_id: str) -> int | None:
+        """The move game ``episode_id`` explores; None for a group's greedy reference game."""
+        k = int(episode_id.rsplit("-", 1)[1])
+        return None if k == 0 else self.first + (k - 1) % max(1, self.moves - self.first)
+
+    def applies(self, episode_id: str) -> bool:
+        """Whether ``episode_id`` is a training game that branches."""
+        return episode_id.startswith(self.prefix) and episode_id.rsplit("-", 1)[-1].isdigit()
+
+
 class WordleAgent:
     """Plays one game through the policy: the compact chat, the reply as the guess.
 
     Args:
         constrained: ask the endpoint to restrict each reply to a valid guess not made before (``guided_choice``).
         system_prompt: a first system message (none by default).
+        branch: in training games, sample only the move :class:`BranchPlan` names and ask for the others greedily
+            (``temperature`` 0; the endpoint must let the caller set it).
     """
 
-    def __init__(self, constrained: bool = True, system_prompt: str | None = None) -> None:
-        self.constrained, self.system_prompt = constrained, system_prompt
+    def __init__(self, constrained: bool = True, system_prompt: str | None = None,
+                 branch: BranchPlan | None = None) -> None:
+        self.constrained, self.system_prompt, self.branch = constrained, system_prompt, branch
 
     async def __call__(self, ctx: Any) -> None:
         result = await ctx.reset()
         messages: list[dict[str, Any]] = _opening(self.system_prompt)
+        branching = self.branch is not None and self.branch.applies(ctx.spec.episode_id)
+        explored = self.branch.explored(ctx.spec.episode_id) if branching and self.branch else None
+        move = 0
         while not result.done:
             messages.append({"role": "user", "content": render_turn(result.observation)})
-            extra = None
+            extra: dict[str, Any] = {}
             if self.constrained:
                 guessed = {guess for guess, _ in wordle_history(result.observation)}
-                extra = {"guided_choice": [w for w in _sorted_guesses() if w not in guessed]}
-            reply = await ctx.chat(messages, extra=extra)
+                extra["guided_choice"] = [w for w in _sorted_guesses() if w not in guessed]
+            if branching and move != explored:
+                extra["temperature"] = 0.0
+            reply = await ctx.chat(messages, extra=extra or None)
             text = str(reply.message.get("content") or "")
             messages.append({"role": "assistant", "content": text})
             result = await ctx.step({"message": text})
+            move += 1
 
 
 def consistent(guess: str, history: Sequence[tuple[str, str]]) -> bool:
@@ -137,13 +176,10 @@ def consistent(guess: str, history: Sequence[tuple[str, str]]) -> bool:
     return all(feedback(g, guess) == marks for g, marks in history)
 
 
-def game_metrics(row: TraceRow) -> dict[str, float]:
-    """Per-game numbers: ``reward`` (the env's), ``win``, ``guesses`` (valid guesses made), ``greens``/``yellows``
-    of the last valid guess, ``invalid_rate`` (refused guesses per model move) and ``consistent`` (share of valid
-    guesses after the first that fit all earlier marks; with fewer than two valid guesses, 1.0 for a win in one
-    and 0.0 otherwise)."""
+def _game(row: TraceRow) -> tuple[list[tuple[str, str]], list[int | None], bool]:
+    """A game's (guess, marks) history, for each model move the index of its guess there (None: refused), and
+    whether it was won."""
     moves = [s for s in row.steps if s.action]
-    invalid = sum(1 for s in moves if _invalid_reason(s.observation))
     history: list[tuple[str, str]] = []
     for step in reversed(row.steps):
         history = wordle_history(step.observation)
@@ -153,10 +189,51 @@ def game_metrics(row: TraceRow) -> dict[str, float]:
     if won and (not history or history[-1][1] != "GGGGG"):  # OpenEnv's transcript gives the winning guess no marks
         final = next((str(s.action.get("message", "")) for s in reversed(moves)), "")
         history = [*history, (final.strip("[] ").lower(), "GGGGG")]
+    index: list[int | None] = []
+    made = 0
+    for step in moves:
+        valid = not _invalid_reason(step.observation) and made < len(history)
+        index.append(made if valid else None)
+        made += valid
+    return history, index, won
+
+
+def game_metrics(row: TraceRow) -> dict[str, float]:
+    """Per-game numbers: ``reward`` (the env's), ``win``, ``guesses`` (valid guesses made), ``greens``/``yellows``
+    of the last valid guess, ``invalid_rate`` (refused guesses per model move) and ``consistent`` (share of valid
+    guesses after the first that fit all earlier marks; with fewer than two valid guesses, 1.0 for a win in one
+    and 0.0 otherwise)."""
+    history, index, won = _game(row)
+    invalid = sum(i is None for i in index)
     marks = history[-1][1] if history else ""
     later = range(1, len(history))
     fits = sum(consistent(history[i][0], history[:i]) for i in later)
     return {"reward": float(row.reward or 0.0), "win": float(won), "guesses": float(len(history)),
             "greens": float(marks.count("G")), "yellows": float(marks.count("Y")),
-            "invalid_rate": invalid / len(moves) if moves else 1.0,
+            "invalid_rate": invalid / len(index) if index else 1.0,
             "consistent": fits / len(later) if len(later) else float(won)}
+
+
+def consistency_turn_rewards(after: int = 0) -> Callable[[TraceRow], list[float | None]]:
+    """A reward per model move (turn-level credit, see :func:`~openenv_train.integrations.trl.turn_advantages`):
+    1.0 for a guess that fits every earlier mark, 0.0 for one that does not or was refused; None for the first
+    ``after`` moves (e.g. a fixed opening, whose later words are not meant to fit)."""
+
+    def rewards(row: TraceRow) -> list[float | None]:
+        history, index, _ = _game(row)
+        return [None if k < after else 0.0 if i is None else float(consistent(history[i][0], history[:i]))
+                for k, i in enumerate(index)]
+
+    return rewards
+
+
+def explored_turns(plan: BranchPlan) -> Callable[[TraceRow], list[float | None]]:
+    """Per model move of a branching game: 1.0 for the move it explored, None for the others (and for every move
+    of a group's greedy reference game), for :func:`~openenv_train.integrations.trl.branch_advantages`."""
+
+    def flags(row: TraceRow) -> list[float | None]:
+        explored = plan.explored(row.episode_id) if plan.applies(row.episode_id) else None
+        moves = sum(1 for s in row.steps if s.action)
+        return [1.0 if k == explored else None for k in range(moves)]
+
+    return flags

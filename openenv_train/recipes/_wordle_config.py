@@ -13,6 +13,7 @@ from ..pool import PoolConfig
 from ._config import config_to_dict
 from ._grpo import GRPOSection as GRPOPhase
 from ._training import ModelSection, SFTSection
+from ._wordle import BranchPlan
 
 __all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
            "OutputSection", "PoolSection", "TeacherSection", "recipe_pool"]
@@ -174,6 +175,10 @@ class GrpoWordleConfig:
         grpo = [rng.choice(others if rng.random() < self.grpo.valid_share else reserved)
                 for _ in range(self.grpo.steps * self.grpo.prompts_per_step)]
         return held, sft, grpo
+
+    def branch_plan(self) -> BranchPlan | None:
+        """The moves GRPO's games explore under ``grpo.credit: branch`` (those after the teacher's opening)."""
+        return BranchPlan(first=len(self.teacher.opening)) if self.grpo.credit == "branch" else None
 
     def pool_config(self, *, sandbox: bool) -> PoolConfig:
         """The pool's config: the ``pool`` section plus the fields the other sections set (:data:`SET_ELSEWHERE`).

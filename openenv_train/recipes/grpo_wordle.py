@@ -34,7 +34,7 @@ from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import GamesFailed, WordleGames
 from ._training import load_model, quiet_libraries, train_sft_in_budget
-from ._wordle import WordleAgent, game_metrics
+from ._wordle import WordleAgent, consistency_turn_rewards, explored_turns, game_metrics
 from ._wordle_config import (
     REWARD_RUBRIC,
     EnvSection,
@@ -153,7 +153,15 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
 
     return train_grpo(model, tokenizer, games, [{"task": w} for w in words], cfg.grpo, rec.out, metrics=rec.metrics,
                       reward_weights=cfg.grpo.reward_weights, rubric=get_rubric(REWARD_RUBRIC),
-                      row_metrics=game_metrics, seed=cfg.seed, show_progress=cfg.show_progress, verbose=cfg.verbose)
+                      row_metrics=game_metrics, turn_rewards=_turn_rewards(cfg), seed=cfg.seed, show_progress=cfg.show_progress, verbose=cfg.verbose)
+
+
+def _turn_rewards(cfg: GrpoWordleConfig) -> Any:
+    """The GRPO turn scores of ``grpo.credit``: under ``turn``, whether each guess after the opening fits every
+    earlier mark; under ``branch``, which move each game explored."""
+    if cfg.grpo.credit == "branch":
+        return explored_turns(cfg.branch_plan())
+    return consistency_turn_rewards(len(cfg.teacher.opening)) if cfg.grpo.credit == "turn" else None
 
 
 def _summary(rec: RecipeRun, cfg: GrpoWordleConfig, held: Sequence[str], sft_words: Sequence[str],

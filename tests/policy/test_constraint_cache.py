@@ -86,3 +86,27 @@ async def test_a_char_model_never_plays_a_dropped_word_and_unconstrained_serving
     # a random character model writes non-words once nothing constrains it
     assert any(a.choices[0].message["content"] not in valid_guesses() for a in answers)
     await backend.aclose()
+
+
+def test_fixed_sampling_lets_a_caller_set_what_it_allows() -> None:
+    from openenv_train.policy import ChatResult, ScriptedBackend
+
+    seen: list[float] = []
+
+    class Recording(ScriptedBackend):
+        async def chat(self, request: Any) -> ChatResult:
+            seen.append(request.sampling.temperature)
+            return await super().chat(request)
+
+    backend = Recording(lambda messages: "crane")
+    ask = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
+    greedy_turns = FixedSampling(backend, caller_may_set=["temperature"], temperature=1.0, top_p=0.9)
+    fixed = FixedSampling(backend, temperature=1.0)
+
+    async def main() -> None:
+        for served in (greedy_turns, fixed):
+            for body in ({**ask, "temperature": 0.0}, ask):
+                await served.chat(parse_chat_request(body))
+
+    asyncio.run(main())
+    assert seen == [0.0, 1.0, 1.0, 1.0]

@@ -26,11 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...trace import TraceRow
 from .._flatten import flatten_turns
+from ._turn_credit import branch_advantages, turn_advantages
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["AllowedTokens", "constrained_positions", "grpo_trainer_class", "masked_logprobs"]
+__all__ = ["CREDITS", "AllowedTokens", "constrained_positions", "grpo_trainer_class", "masked_logprobs"]
+
+#: How a trainer of :func:`grpo_trainer_class` gives advantages to tokens (its ``credit`` argument).
+CREDITS = ("episode", "turn", "branch")
 
 #: ``allowed_tokens(prompt_ids, completion_ids)``: the allowed ids at each completion token of a turn, or None.
 AllowedTokens = Callable[[Sequence[int], Sequence[int]], "list[torch.Tensor] | None"]
@@ -97,6 +101,13 @@ def grpo_trainer_class(base: type | None = None) -> type:
     trainer; default its ``rollout_func``, so pass the :class:`~openenv_train.integrations.trl.TrlRolloutFunc`
     when ``rollout_func`` wraps it). Its ``use_sampling_logprobs`` attribute (default True) turns the second part
     off; with ``use_vllm`` TRL's own importance-sampling correction does that part instead.
+
+    ``credit`` (a keyword argument) says how advantages reach tokens, given the turns the rollout scored
+    (``allowed_from.last_turns``, from ``make_rollout_func(turn_rewards=...)``): ``episode`` (default; TRL's, one
+    per episode), ``turn`` (each turn's tokens add ``turn_reward_weight`` times the turn's group-normalised reward:
+    :func:`~openenv_train.integrations.trl.turn_advantages`) or ``branch`` (each group's first episode is a
+    reference, the others explored the turns with a reward: :func:`~openenv_train.integrations.trl.
+    branch_advantages`).
     """
     if base is None:
         from trl import GRPOTrainer as base
@@ -107,9 +118,13 @@ def grpo_trainer_class(base: type | None = None) -> type:
         _generating = False
         _generation_mask: torch.Tensor | None = None
 
-        def __init__(self, *args: Any, allowed_from: Any = None, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, allowed_from: Any = None, credit: str = "episode",
+                     turn_reward_weight: float = 1.0, **kwargs: Any) -> None:
+            if credit not in CREDITS:
+                raise ValueError(f"credit must be one of {', '.join(CREDITS)}, got {credit!r}")
             super().__init__(*args, **kwargs)
             self.allowed_from = allowed_from if allowed_from is not None else self.rollout_func
+            self.credit, self.turn_reward_weight = credit, turn_reward_weight
 
         def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
             # the reference (and any old-policy) logprobs TRL computes here, after the rollout, are masked too
@@ -122,6 +137,15 @@ def grpo_trainer_class(base: type | None = None) -> type:
                                          out["completion_ids"].device)
             if allowed is not None:
                 out["allowed_mask"] = allowed
+            if self.credit != "episode":
+                turns = getattr(self.allowed_from, "last_turns", None)
+                rows, length = out["completion_ids"].shape
+                if not turns or len(turns) != rows:
+                    raise ValueError(f"credit={self.credit!r} needs the rollout's scored turns (make_rollout_func("
+                                     "turn_rewards=...)): none came with this batch")
+                out["advantages"] = (turn_advantages(out["advantages"], turns, self.num_generations, length,
+                                                     self.turn_reward_weight) if self.credit == "turn" else
+                                     branch_advantages(out["advantages"], turns, self.num_generations, length))
             # with vLLM, TRL corrects for the sampler with its own importance weights: not twice
             if self.use_sampling_logprobs and not self.use_vllm and out.get("sampling_per_token_logps") is not None:
                 out["old_per_token_logps"] = out["sampling_per_token_logps"]

@@ -17,6 +17,7 @@ from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
 from ._constrained import constrained_positions
+from ._turn_credit import TurnRewards, turn_credit
 
 if TYPE_CHECKING:
     from ...policy import LocalConfig
@@ -79,12 +80,13 @@ class _PoolRunner:
     """
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
-                 server: Any = None, policy_url: str | None = None, local: LocalConfig | None = None) -> None:
+                 server: Any = None, policy_url: str | None = None, local: LocalConfig | None = None,
+                 agent_temperature: bool = False) -> None:
         from ...policy import FixedSampling, LocalBackend, UpstreamBackend, captured_policy
 
         self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer,
                                                                                           config=local)
-        served = FixedSampling(self.backend, **sampling)
+        served = FixedSampling(self.backend, caller_may_set=("temperature",) if agent_temperature else (), **sampling)
         self.own_server = server is None
         if server is None:
             policy = captured_policy(served).__enter__()
@@ -152,6 +154,8 @@ class TrlRolloutFunc:
         last_allowed: per row of the latest call, (completion position, allowed token ids) of every token sampled
             under a decoding constraint, for :func:`~openenv_train.integrations.trl.grpo_trainer_class` (empty when
             the backend cannot tell).
+        last_turns: per row of the latest call, (first, end, reward) of each model turn (empty without
+            ``turn_rewards``), for the trainer's turn-level advantages.
         runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
     """
 
@@ -159,7 +163,9 @@ class TrlRolloutFunc:
                  writer: TraceWriter | None, task_fn: Callable[[Any], dict[str, Any]],
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
                  policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
-                 local: LocalConfig | None = None) -> None:
+                 local: LocalConfig | None = None, turn_rewards: TurnRewards | None = None,
+                 agent_temperature: bool = False) -> None:
+        self.turn_rewards, self.agent_temperature = turn_rewards, agent_temperature
         self.env, self.agent, self.config, self.writer, self.local = env, agent, config, writer, local
         self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
         self.tokenizer: Any = None
@@ -167,6 +173,7 @@ class TrlRolloutFunc:
         self.runner: Any = None
         self.last_rows: list[TraceRow] = []
         self.last_allowed: list[list[tuple[int, Any]]] = []
+        self.last_turns: list[list[tuple[int, int, float | None]]] = []
         self.calls = 0
         self._last_step, self._step_calls = -1, 0
         self.__name__ = "openenv_rollout"
@@ -188,7 +195,7 @@ class TrlRolloutFunc:
             return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
                                writer=self.writer, local=self.local)
         return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
-                           policy_url=self.policy_url, local=self.local)
+                           policy_url=self.policy_url, local=self.local, agent_temperature=self.agent_temperature)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
@@ -226,6 +233,7 @@ class TrlRolloutFunc:
         limit = int(trainer.args.max_completion_length)
         allowed_tokens = getattr(self.runner.backend, "allowed_tokens", None)
         self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if allowed_tokens else []
+        self.last_turns = [turn_credit(r, self.turn_rewards(r), limit) for r in rows] if self.turn_rewards else []
         tokenizer = self.tokenizer
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         return rollout_fields(rows, pad_id=int(pad_id or 0), extra_rewards=extra,
@@ -249,7 +257,8 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       writer: TraceWriter | None = None, task_fn: Callable[[Any], dict[str, Any]] = default_task,
                       rubric: Callable[[TraceRow], Any] | None = None, per_turn_tokens: int | None = None,
                       policy_server: Any = None, episode_prefix: str = "",
-                      policy_url: str | None = None, local: LocalConfig | None = None) -> TrlRolloutFunc:
+                      policy_url: str | None = None, local: LocalConfig | None = None,
+                      turn_rewards: TurnRewards | None = None, agent_temperature: bool = False) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -281,6 +290,10 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
             keeps in sync with the trainer's weights at every step.
         local: options of the :class:`~openenv_train.policy.LocalBackend` that serves the trainer's model (batching,
             prefix cache, decode threads); default ``LocalConfig()``.
+        turn_rewards: a reward per model turn of a row (:data:`~openenv_train.integrations.trl.TurnRewards`), in
+            ``.last_turns``, for the turn-level ``credit`` of :func:`~openenv_train.integrations.trl.grpo_trainer_class`.
+        agent_temperature: on a pool path, a request that sets ``temperature`` keeps it (an agent that decodes some
+            turns greedily and samples others at the trainer's temperature); otherwise the trainer's applies.
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -290,4 +303,5 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                          "pool's policy (or pass a PoolFactory and let the rollout function start both)")
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
-                          policy_url=policy_url, local=local)
+                          policy_url=policy_url, local=local, turn_rewards=turn_rewards,
+                          agent_temperature=agent_temperature)
