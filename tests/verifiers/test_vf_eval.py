@@ -119,7 +119,8 @@ def _check(env: str, backend: Any, tmp_path: Path, *, agent: Any, client: str, m
     with TraceWriter(tmp_path / "rows") as writer:
         writer.write(row)
     (back,) = read_traces(tmp_path / "rows")
-    assert len(back.trace.turns) == len(captured.turns)
+    assert [t.response for t in back.trace.turns] == [t.response for t in captured.turns]  # tool_calls included
+    assert [t.request for t in back.trace.turns] == [t.request for t in captured.turns]  # tools, tool results too
     return traces, captured
 
 
