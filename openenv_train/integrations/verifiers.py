@@ -16,14 +16,21 @@ becomes an action and each next observation the next user turn, until the env sa
 - ``message``: the whole reply is ``{"message": reply}`` (Wordle and chat-like envs);
 - ``json``: the reply's JSON object is the action (else ``{"message": reply}``), the action's JSON schema is in
   the system prompt;
-- ``tool``: an MCP env: the system prompt lists its tools and the reply's JSON object
-  ``{"tool": NAME, "arguments": {...}}`` is one tool call (replies are text: verifiers' null harness offers no
-  tools to the model).
+- ``tool_call``: an MCP env, its tools as native tool calls: the model is offered the env's tools as OpenAI
+  ``tools``, each of its ``tool_calls`` is a ``call_tool`` step of the episode's env session and the step's
+  observation (JSON) goes back as a ``role: tool`` message, as our own ``ToolAgent`` plays. The reset observation
+  is the one user turn; the episode ends when the env says done, the model answers without a tool call, or
+  ``max_turns`` model turns were taken. The tools reach the harness as verifiers does it, as a task's MCP tool
+  server (``Task.toolsets``), served from the process that holds the env session (see ``_verifiers_tools``): the
+  harness must support MCP (the ``null`` harness does);
+- ``tool``: an MCP env for harnesses without tools: the first user turn lists its tools and the reply's JSON object
+  ``{"tool": NAME, "arguments": {...}}`` is one tool call.
 
-``auto`` picks ``message`` for Wordle, ``tool`` for an MCP env, else ``json``. The trace's rewards: ``env_reward``
-(weight 1: the sum of step rewards, what our own episodes return) and each rubric component the env reports in
-its last observation's ``info.reward_signals`` or ``metadata.rubric`` (weight 0, so the trace's reward is the
-env's); its metrics: ``turns`` and ``done``.
+``auto`` picks ``message`` for Wordle, ``tool_call`` for an MCP env (``tool`` where the harness does not support
+MCP), else ``json``. The trace's rewards: ``env_reward`` (weight 1: the sum of step rewards, what our own episodes
+return) and each rubric component the env reports in its last observation's ``info.reward_signals`` or
+``metadata.rubric`` (weight 0, so the trace's reward is the env's); its metrics: ``turns`` (model turns) and
+``done``.
 
 Model calls go through verifiers' own client to ``--client.base-url``: our
 :class:`~openenv_train.policy.PolicyServer` records them when the API key (``--client.api-key-var``) names an
@@ -47,7 +54,7 @@ __all__ = ["ACTION_KINDS", "INSTALL", "OPTIONS", "EpisodeResult", "VerifiersErro
            "render", "verifiers_classes"]
 
 INSTALL = "pip install 'verifiers==0.4.0'  (or: pip install 'openenv-train[verifiers]')"
-ACTION_KINDS = ("auto", "message", "json", "tool")
+ACTION_KINDS = ("auto", "message", "json", "tool", "tool_call")
 OPTIONS = ("env", "seed", "episodes", "resets", "action", "max_turns", "system_prompt")
 """The taskset options (``--env.taskset.<option>``) besides verifiers' own."""
 
@@ -88,7 +95,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 
 def parse_action(reply: str, kind: str) -> dict[str, Any]:
-    """The env action of a model reply under action ``kind`` (``message``, ``json`` or ``tool``).
+    """The env action of a text reply under action ``kind`` (``message``, ``json`` or ``tool``).
 
     >>> parse_action("[crane]", "message")
     {'message': '[crane]'}
@@ -139,7 +146,7 @@ def _components(observation: Any) -> dict[str, float]:
 
 
 def render(observation: Any, kind: str) -> str:
-    """The user turn of an observation: its prompt or last message (text envs), a tool result as JSON."""
+    """The user turn of an observation: its prompt or last message, or (``tool``) the whole observation as JSON."""
     from ..pool import render_observation
 
     obs = _plain(observation)
@@ -163,11 +170,16 @@ async def play_episode(client: Any, reply: Any, *, kind: str, seed: int | None, 
         episode.turns += 1
         action = parse_action(text, kind)
         result = await client.step(action)
-        episode.steps.append({"action": action, "reward": result.reward, "done": result.done})
-        episode.reward += float(result.reward or 0.0)
-        episode.components = _components(result.observation) or episode.components
-        episode.done = bool(result.done)
+        record_step(episode, action, result)
     return episode
+
+
+def record_step(episode: EpisodeResult, action: dict[str, Any], result: Any) -> None:
+    """Add one env step (``action`` and its ``StepResult``) to ``episode``: reward, components, done."""
+    episode.steps.append({"action": action, "reward": result.reward, "done": result.done})
+    episode.reward += float(result.reward or 0.0)
+    episode.components = _components(result.observation) or episode.components
+    episode.done = bool(result.done)
 
 
 def _resolve_kind(env: str, kind: str) -> str:
@@ -184,7 +196,7 @@ def _resolve_kind(env: str, kind: str) -> str:
 
     cls = load_env_class(env)
     if issubclass(cls, MCPEnvironment):
-        return "tool"
+        return "tool_call"
     return "message" if env == "wordle" or cls.__name__ == "WordleEnvironment" else "json"
 
 
@@ -234,6 +246,10 @@ def verifiers_classes(default_env: str = "wordle") -> dict[str, type]:
 
     _resolve_kind(default_env, "auto")  # an unknown env fails here, with close matches
 
+    class TaskConfig(vf.TaskConfig):  # type: ignore[misc, valid-type]
+        tools_url: str | None = None
+        """The MCP URL of the rollout's env tools (action tool_call): Env.run fills it per rollout; leave unset."""
+
     class Config(vf.TasksetConfig):  # type: ignore[misc, valid-type]
         env: str = default_env
         """Catalog name, module:Class, env folder or server URL."""
@@ -244,8 +260,9 @@ def verifiers_classes(default_env: str = "wordle") -> dict[str, type]:
         resets: list[dict[str, Any]] = []
         """Reset options per task, e.g. [{"task": "crane"}]."""
         action: str = "auto"
-        """How a reply becomes an action: auto, message, json or tool."""
+        """How a reply becomes an action: auto, message, json, tool (JSON text) or tool_call (native)."""
         max_turns: int = 10
+        task: TaskConfig = TaskConfig()
 
         @model_validator(mode="before")
         @classmethod
@@ -262,25 +279,54 @@ def verifiers_classes(default_env: str = "wordle") -> dict[str, type]:
                 raise VerifiersError(f"--env.taskset.env/--env.taskset.action: {exc}") from None
             return self
 
+    class Tools(vf.Toolset[vf.ToolsetConfig, vf.State]):  # type: ignore[misc, valid-type]
+        """The env session's tools, served by Env.run's process (a config url: verifiers launches nothing)."""
+
+        TOOL_PREFIX = None  # the env's own tool names, as our ToolAgent offers them
+
     class Data(vf.TaskData):  # type: ignore[misc, valid-type]
         env: str
         seed: int
         reset: dict[str, Any]
         action: str
         max_turns: int
+        fallback: str | None = None
+        """The action where the harness cannot take native tools (auto picked tool_call: tool), else refused."""
 
-    class OpenEnvTask(vf.Task[Data]):  # type: ignore[misc, valid-type]
-        pass
+    class OpenEnvTask(vf.Task[Data, vf.State, TaskConfig]):  # type: ignore[misc, valid-type]
+        live: Any = None
+        """The rollout's ToolSession (action tool_call), set on the task Env.run hands the harness."""
+
+        @classmethod
+        def toolsets(cls, config: Any) -> list[Any]:
+            url = getattr(config, "tools_url", None)
+            return [Tools(vf.ToolsetConfig(url=url))] if url else []
+
+        def with_tools(self, url: str, live: Any) -> OpenEnvTask:
+            """This task for one rollout whose env tools are served at ``url`` by ``live`` (a ToolSession)."""
+            task = OpenEnvTask(self.data, self.config.model_copy(update={"tools_url": url}))
+            task.live = live
+            return task
+
+        @vf.stop
+        def env_done(self, trace: Any) -> bool:
+            """Refuse the next model turn once the env said done or max_turns were taken (native tool calls)."""
+            return self.live is not None and bool(self.live.over(trace.num_turns))
+
+    # verifiers picks a hook's boundary from its resolved annotations; this module's are strings it cannot resolve
+    OpenEnvTask.env_done.__annotations__ = {"trace": vf.Trace, "return": bool}
 
     class Taskset(vf.Taskset[OpenEnvTask, Config]):  # type: ignore[misc, valid-type]
         def load(self) -> Any:
             config = self.config
             kind = _resolve_kind(config.env, config.action)
+            fallback = "tool" if kind == "tool_call" and config.action == "auto" else None
             resets = config.resets or [{} for _ in range(config.episodes)]
             for i, reset in enumerate(resets):
                 yield OpenEnvTask(Data(name=f"{config.env}#{i}", prompt=None, env=config.env, seed=config.seed + i,
                                        reset=dict(reset), action=kind, max_turns=config.max_turns,
-                                       system_prompt=_system_prompt(config.env, kind)), config.task)
+                                       fallback=fallback, system_prompt=_system_prompt(config.env, kind)),
+                                  config.task)
 
     class EnvConfig(vf.EnvConfig):  # type: ignore[misc, valid-type]
         player: vf.AgentConfig = vf.AgentConfig()

@@ -2,7 +2,9 @@
 
 - :class:`ScriptedBackend` answers each request with ``reply(messages)``; with a tokenizer it reports the
   prompt and completion token ids a model with that chat template would have seen and produced, so expert
-  episodes captured through it are SFT data in exactly the format the model is later asked in.
+  episodes captured through it are SFT data in exactly the format the model is later asked in. When the request
+  offers ``tools``, a reply's ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks become the answer's
+  ``tool_calls``, as :class:`~openenv_train.policy.LocalBackend` parses a model's text.
 - :class:`FixedSampling` serves another backend with sampling options the host chooses (greedy evaluation,
   a trainer's temperature), whatever the caller sent.
 """
@@ -15,6 +17,7 @@ from typing import Any
 
 from ._constraints import CONSTRAINT_FIELDS
 from ._errors import InvalidRequest
+from ._messages import reply_message
 from ._streaming import stream_chat
 from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend, StreamEvent
 
@@ -25,7 +28,8 @@ class ScriptedBackend:
     """A scripted policy behind the chat-completions API.
 
     Args:
-        reply: ``reply(messages) -> text``: the assistant's answer to the conversation so far.
+        reply: ``reply(messages) -> text``: the assistant's answer to the conversation so far (with ``tools`` in the
+            request, ``<tool_call>`` blocks in it are tool calls).
         tokenizer: a tokenizer with a chat template; when given, answers carry token ids (logprob 0.0 per
             token: the script is deterministic) so captured turns hold the exact training tokens.
         model_id: the name answers carry.
@@ -42,7 +46,7 @@ class ScriptedBackend:
         return self._model_id
 
     async def chat(self, request: ChatRequest) -> ChatResult:
-        """Answer with ``reply(messages)`` (``n`` identical choices).
+        """Answer with ``reply(messages)`` (``n`` identical choices; ``tool_calls`` when it calls offered tools).
 
         Raises:
             InvalidRequest: the request asks for constrained decoding, which a script cannot honour.
@@ -56,19 +60,24 @@ class ScriptedBackend:
         prompt_ids: list[int] | None = None
         completion: list[int] | None = None
         if self.tokenizer is not None:
-            prompt_ids = list(self.tokenizer.apply_chat_template(request.messages, add_generation_prompt=True,
-                                                                 tokenize=True, return_dict=False))
+            prompt_ids = list(self.tokenizer.apply_chat_template(request.messages, tools=request.tools,
+                                                                 add_generation_prompt=True, tokenize=True,
+                                                                 return_dict=False))
             full = self.tokenizer.apply_chat_template([*request.messages, {"role": "assistant", "content": text}],
-                                                      tokenize=True, return_dict=False)
+                                                      tools=request.tools, tokenize=True, return_dict=False)
             # The completion is what the template adds after the generation prompt, through the end-of-turn
             # token; trailing newlines the template writes between turns are not sampled by a model.
             completion = list(full[len(prompt_ids):])
             end = self.tokenizer.convert_tokens_to_ids(self.tokenizer.eos_token) if self.tokenizer.eos_token else None
             if end in completion:
                 completion = completion[:completion.index(end) + 1]
-        choices = [ChatChoice({"role": "assistant", "content": text}, "stop", completion,
-                              [0.0] * len(completion) if completion is not None else None)
-                   for _ in range(request.sampling.n)]
+        # The same rule as the local backend: offered tools (and not tool_choice "none") parse the text's calls.
+        parse = bool(request.tools) and request.tool_choice != "none"
+        choices = []
+        for _ in range(request.sampling.n):
+            message = reply_message(text, parse_tools=parse)
+            choices.append(ChatChoice(message, "tool_calls" if "tool_calls" in message else "stop", completion,
+                                      [0.0] * len(completion) if completion is not None else None))
         return ChatResult(self.model_id, choices, prompt_ids, exact=prompt_ids is not None,
                           info={"backend": "scripted", "policy_version": self.version})
 

@@ -327,6 +327,30 @@ def test_scripted_backend_streams_with_the_openai_client() -> None:
     same_turn(streamed_turn, whole_turn)
 
 
+def test_scripted_backend_calls_offered_tools() -> None:
+    """A script's ``<tool_call>`` blocks are tool calls when the request offers tools (whole and streamed, as the
+    openai client reads them, and in the captured turn); without tools they stay text."""
+    openai = pytest.importorskip("openai")
+    store = CaptureStore()
+    store.open_session("s")
+    script = 'Adding.\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    with PolicyServer(ScriptedBackend(lambda m: script), capture=store) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="s", max_retries=0, timeout=DEADLINE_S)
+        messages = [{"role": "user", "content": "2 + 3?"}]
+        whole = client.chat.completions.create(model="x", messages=messages, tools=[ADD_TOOL])  # type: ignore[arg-type,list-item]
+        with client.chat.completions.stream(model="x", messages=messages, tools=[ADD_TOOL]) as stream:  # type: ignore[arg-type,list-item]
+            final = stream.get_final_completion()
+        plain = client.chat.completions.create(model="x", messages=messages)  # type: ignore[arg-type]
+    for choice in (whole.choices[0], final.choices[0]):
+        assert choice.finish_reason == "tool_calls" and choice.message.content == "Adding."
+        (call,) = choice.message.tool_calls or []
+        assert call.function.name == "add" and json.loads(call.function.arguments) == {"a": 2, "b": 3}
+    assert plain.choices[0].finish_reason == "stop" and plain.choices[0].message.content == script
+    turn = store.close_session("s").turns[0]
+    assert turn.request["tools"] == [ADD_TOOL]
+    assert turn.response["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "add"
+
+
 async def test_stream_errors(tiny: tuple[Any, Any]) -> None:
     async with serve(tiny) as server:
         bad_options = await post(server, chat_body(stream=True, stream_options={"include_usage": "yes"}))
