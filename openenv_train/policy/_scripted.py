@@ -6,7 +6,7 @@
   offers ``tools``, a reply's ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks become the answer's
   ``tool_calls``, as :class:`~openenv_train.policy.LocalBackend` parses a model's text.
 - :class:`FixedSampling` serves another backend with sampling options the host chooses (greedy evaluation,
-  a trainer's temperature), whatever the caller sent.
+  a trainer's temperature), whatever the caller sent, except the options it lets the caller set.
 """
 
 from __future__ import annotations

@@ -140,6 +140,9 @@ class GrpoConfig:
                              "eval.seed")
         if self.eval.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1, got {self.eval.episodes}")
+        if self.grpo.credit != "episode":
+            raise ValueError(f"grpo.credit={self.grpo.credit!r} needs a reward per turn, which this recipe does not "
+                             "score (the Wordle recipe does): use grpo.credit=episode")
 
 
 def _episode_metrics(row: Any) -> dict[str, float]:
