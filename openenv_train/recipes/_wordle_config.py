@@ -153,7 +153,7 @@ class GrpoWordleConfig:
     from :func:`recipe_pool`, except those of :data:`SET_ELSEWHERE` (``env.max_turns``, ...)."""
     teacher: TeacherSection = field(default_factory=TeacherSection)
     sft: SFTSection = field(default_factory=lambda: SFTSection(episodes=140000, budget_s=600.0))
-    grpo: GRPOSection = field(default_factory=lambda: GRPOSection(budget_s=180.0, credit="turn", valid_share=0.5))
+    grpo: GRPOSection = field(default_factory=GRPOSection)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)
 
