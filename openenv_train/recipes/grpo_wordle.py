@@ -153,14 +153,16 @@ def _grpo(games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], 
 
     return train_grpo(model, tokenizer, games, [{"task": w} for w in words], cfg.grpo, rec.out, metrics=rec.metrics,
                       reward_weights=cfg.grpo.reward_weights, rubric=get_rubric(REWARD_RUBRIC),
-                      row_metrics=game_metrics, turn_rewards=_turn_rewards(cfg), seed=cfg.seed, show_progress=cfg.show_progress, verbose=cfg.verbose)
+                      row_metrics=game_metrics, turn_rewards=_turn_rewards(cfg), seed=cfg.seed,
+                      show_progress=cfg.show_progress, verbose=cfg.verbose)
 
 
 def _turn_rewards(cfg: GrpoWordleConfig) -> Any:
     """The GRPO turn scores of ``grpo.credit``: under ``turn``, whether each guess after the opening fits every
     earlier mark; under ``branch``, which move each game explored."""
-    if cfg.grpo.credit == "branch":
-        return explored_turns(cfg.branch_plan())
+    plan = cfg.branch_plan()
+    if plan is not None:
+        return explored_turns(plan)
     return consistency_turn_rewards(len(cfg.teacher.opening)) if cfg.grpo.credit == "turn" else None
 
 

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["TurnCredit", "TurnRewards", "branch_advantages", "turn_advantages", "turn_credit"]
 
 #: ``turn_rewards(row)``: one reward per captured model turn of ``row`` (None: that turn has none).
-TurnRewards = Callable[[TraceRow], Sequence["float | None"]]
+TurnRewards = Callable[[TraceRow], Sequence[float | None]]
 
 #: (first, end) completion positions of one model turn's tokens, and its reward (None: none).
-TurnCredit = tuple[int, int, "float | None"]
+TurnCredit = tuple[int, int, float | None]
 
 
 def turn_credit(row: TraceRow, rewards: Sequence[float | None], limit: int | None = None) -> list[TurnCredit]:
