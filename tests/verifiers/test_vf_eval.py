@@ -161,3 +161,13 @@ def test_vf_eval_wordle_tiny_model_rewards_equal_ours(tmp_path: Path) -> None:
                     sampling={"temperature": 0.0, "max_tokens": 8})
     assert all(t["metrics"]["turns"] >= 1 for t in traces)
     assert all(turn.completion_token_ids for turn in captured.turns)  # exact tokens, for training
+
+
+def test_vf_eval_mcp_tool_env_tiny_model_rewards_equal_ours(tmp_path: Path) -> None:
+    """The tiny model offered the env's tools natively: whatever it writes, vf-eval's episodes score as ours do."""
+    model = build_tiny_model(tmp_path / "tiny")
+    traces, captured = _check("trading_mcp", LocalBackend(str(model)), tmp_path, agent=ToolAgent(), client="mcp",
+                              max_turns=3, sampling={"temperature": 0.0, "max_tokens": 8})
+    assert all(t["metrics"]["turns"] >= 1 for t in traces)
+    assert {"place_order", "advance"} <= {tool["function"]["name"] for tool in captured.turns[0].request["tools"]}
+    assert all(turn.completion_token_ids for turn in captured.turns)  # exact tokens, for training
