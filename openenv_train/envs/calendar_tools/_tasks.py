@@ -22,10 +22,21 @@ class CalendarTask:
     check: Callable[[CalendarStore], tuple[bool, str]]
 
 
+def _free_day(store: CalendarStore, rng: random.Random, day: str, minutes: int, days: list[str]) -> str:
+    """``day`` if ``minutes`` fit in it, else a random one of ``days`` where they do (a full day has no slot)."""
+    if store.free_slots(day, minutes):
+        return day
+    free = [d for d in days if store.free_slots(d, minutes)]
+    if not free:
+        raise ValueError(f"no day has {minutes} free minutes for a calendar task; the seeded store is full")
+    return rng.choice(free)
+
+
 def _schedule(store: CalendarStore, rng: random.Random) -> CalendarTask:
     day, minutes = rng.choice(DAYS), rng.choice([30, 60, 90])
     who = sorted(rng.sample(PEOPLE, 2))
     title = f"sync with {who[0]} and {who[1]}"
+    day = _free_day(store, rng, day, minutes, list(DAYS))
     expected = store.free_slots(day, minutes)[0]
 
     def check(final: CalendarStore) -> tuple[bool, str]:
@@ -45,7 +56,8 @@ def _schedule(store: CalendarStore, rng: random.Random) -> CalendarTask:
 def _reschedule(store: CalendarStore, rng: random.Random) -> CalendarTask:
     event = rng.choice(store.events())
     length = parse_time(event["end"]) - parse_time(event["start"])
-    day = rng.choice([d for d in DAYS if d != event["day"]] or DAYS)
+    others = [d for d in DAYS if d != event["day"]] or list(DAYS)
+    day = _free_day(store, rng, rng.choice(others), length, others)
     start = store.free_slots(day, length)[-1]
 
     def check(final: CalendarStore) -> tuple[bool, str]:
