@@ -72,8 +72,10 @@ class GRPOSection:
         if self.num_generations < 2:
             raise ValueError(f"grpo.num_generations must be >= 2 (GRPO compares the episodes of a group), "
                              f"got {self.num_generations}")
-        if self.credit not in ("episode", "turn", "branch"):
-            raise ValueError(f"grpo.credit must be episode, turn or branch, got {self.credit!r}")
+        from ..integrations.trl import CREDITS
+
+        if self.credit not in CREDITS:
+            raise ValueError(f"grpo.credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
