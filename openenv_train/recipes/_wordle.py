@@ -149,8 +149,8 @@ class WordleAgent:
     async def __call__(self, ctx: Any) -> None:
         result = await ctx.reset()
         messages: list[dict[str, Any]] = _opening(self.system_prompt)
-        branching = self.branch is not None and self.branch.applies(ctx.spec.episode_id)
-        explored = self.branch.explored(ctx.spec.episode_id) if branching and self.branch else None
+        plan = self.branch if self.branch is not None and self.branch.applies(ctx.spec.episode_id) else None
+        explored = plan.explored(ctx.spec.episode_id) if plan else None
         move = 0
         while not result.done:
             messages.append({"role": "user", "content": render_turn(result.observation)})
@@ -158,7 +158,7 @@ class WordleAgent:
             if self.constrained:
                 guessed = {guess for guess, _ in wordle_history(result.observation)}
                 extra["guided_choice"] = [w for w in _sorted_guesses() if w not in guessed]
-            if branching and move != explored:
+            if plan and move != explored:
                 extra["temperature"] = 0.0
             reply = await ctx.chat(messages, extra=extra or None)
             text = str(reply.message.get("content") or "")

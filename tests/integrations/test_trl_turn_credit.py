@@ -52,22 +52,20 @@ def test_consistency_turn_rewards_score_each_guess_against_the_marks_before_it()
     assert game_metrics(row)["invalid_rate"] == 0.25
 
 
-@pytest.mark.timeout(300)
-def test_the_trainer_adds_each_turns_advantage_to_its_tokens(tmp_path: Path) -> None:
-    import torch
+def _one_step(tmp_path: Path, agent: Any, turn_rewards: Any, *, seed: int, prefix: str = "",
+              **credit: Any) -> tuple[Any, Any, Any]:
+    """One GRPO step of the tiny char model on two Wordle secrets (4 games each, 3 moves at most); the rollout
+    function, and the advantages and model-token mask the trainer's loss received."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
     from openenv_train.policy import build_tiny_model
 
-    def early_letter(row: Any) -> list[float | None]:  # any per-turn score that varies between games
-        return [None if i == 0 else float(str(s.action.get("message", "m")) < "m")
-                for i, s in enumerate(s for s in row.steps if s.action)]
-
     path = build_tiny_model(tmp_path / "tiny", tokenizer="char", init_range=0.2)
-    rollout = make_rollout_func("wordle", agent=WordleAgent(constrained=True), turn_rewards=early_letter,
-                                config=PoolConfig(num_actors=1, max_turns=3, run_id="turns"), per_turn_tokens=8)
+    rollout = make_rollout_func("wordle", agent=agent, turn_rewards=turn_rewards, per_turn_tokens=8,
+                                config=PoolConfig(num_actors=1, max_turns=3, run_id=f"credit-{seed}"),
+                                episode_prefix=prefix)
     seen: list[tuple[Any, Any]] = []
 
     class Recording(grpo_trainer_class()):  # type: ignore[misc]
@@ -77,19 +75,33 @@ def test_the_trainer_adds_each_turns_advantage_to_its_tokens(tmp_path: Path) -> 
 
     config = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
                         max_completion_length=48, max_steps=1, bf16=False, report_to=[], logging_steps=1,
-                        use_cpu=True, save_strategy="no", disable_tqdm=True, learning_rate=1e-3, seed=3)
+                        use_cpu=True, save_strategy="no", disable_tqdm=True, learning_rate=1e-3, seed=seed,
+                        temperature=1.0)
     dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}])
     trainer = Recording(model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
                         reward_funcs=[field_reward("env")], args=config, train_dataset=dataset, rollout_func=rollout,
-                        allowed_from=rollout, credit="turn", turn_reward_weight=0.5)
+                        allowed_from=rollout, **credit)
     try:
         trainer.train()
     finally:
         rollout.close()
+    (adv, mask), = seen
+    return rollout, adv, mask
+
+
+@pytest.mark.timeout(300)
+def test_the_trainer_adds_each_turns_advantage_to_its_tokens(tmp_path: Path) -> None:
+    import torch
+
+    def early_letter(row: Any) -> list[float | None]:  # any per-turn score that varies between games
+        return [None if i == 0 else float(str(s.action.get("message", "m")) < "m")
+                for i, s in enumerate(s for s in row.steps if s.action)]
+
+    rollout, adv, mask = _one_step(tmp_path, WordleAgent(constrained=True), early_letter, seed=3, credit="turn",
+                                   turn_reward_weight=0.5)
     turns = rollout.last_turns
     # the char model writes 5 letters and an end token each turn: every game has the same token layout
     assert len(turns) == 8 and all([t[:2] for t in row] == [t[:2] for t in turns[0]] and len(row) == 3 for row in turns)
-    (adv, mask), = seen
     assert adv.dim() == 2
     moved = 0
     for b in range(adv.size(0)):  # TRL shuffled the rows: find each one's turns as the runs of its model tokens
@@ -107,37 +119,12 @@ def test_the_trainer_adds_each_turns_advantage_to_its_tokens(tmp_path: Path) -> 
 @pytest.mark.timeout(300)
 def test_branching_groups_credit_only_the_explored_move_against_the_greedy_game(tmp_path: Path) -> None:
     import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig
 
-    from openenv_train.policy import build_tiny_model
     from openenv_train.recipes._wordle import BranchPlan, explored_turns
 
     plan = BranchPlan(first=1, moves=3)  # game 0 greedy; games 1, 2, 3 sample move 1, 2, 1
-    path = build_tiny_model(tmp_path / "tiny", tokenizer="char", init_range=0.2)
-    rollout = make_rollout_func("wordle", agent=WordleAgent(constrained=True, branch=plan), turn_rewards=explored_turns(plan),
-                                config=PoolConfig(num_actors=1, max_turns=3, run_id="branch"), per_turn_tokens=8,
-                                episode_prefix="grpo-")
-    seen: list[tuple[Any, Any]] = []
-
-    class Recording(grpo_trainer_class()):  # type: ignore[misc]
-        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
-            seen.append((inputs["advantages"], inputs["completion_mask"] * inputs["tool_mask"]))
-            return super()._compute_loss(model, inputs)
-
-    config = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_generations=4,
-                        max_completion_length=48, max_steps=1, bf16=False, report_to=[], logging_steps=1,
-                        use_cpu=True, save_strategy="no", disable_tqdm=True, learning_rate=1e-3, seed=5,
-                        temperature=1.0)
-    dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}])
-    trainer = Recording(model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
-                        reward_funcs=[field_reward("env")], args=config, train_dataset=dataset, rollout_func=rollout,
-                        allowed_from=rollout, credit="branch")
-    try:
-        trainer.train()
-    finally:
-        rollout.close()
+    rollout, adv, mask = _one_step(tmp_path, WordleAgent(constrained=True, branch=plan), explored_turns(plan), seed=5,
+                                   prefix="grpo-", credit="branch")
     rows = rollout.last_rows
     guesses = [[str(s.action.get("message")) for s in r.steps if s.action] for r in rows]
     for g in (0, 4):
@@ -147,7 +134,6 @@ def test_branching_groups_credit_only_the_explored_move_against_the_greedy_game(
             assert move is not None and guesses[g + k][:move] == greedy[:move]  # greedy until the explored move
     # sampled moves leave the greedy game somewhere (a random model spreads its probability over many words)
     assert any(guesses[g + k] != guesses[g] for g in (0, 4) for k in (1, 2, 3))
-    (adv, mask), = seen
     explored = [sum(end - first for first, end, r in t if r is not None) for t in rollout.last_turns]
     assert [n > 0 for n in explored] == [False, True, True, True] * 2
     for b in range(adv.size(0)):
