@@ -6,7 +6,8 @@ previous batch held; a job that is alone runs at once. The wait lasts at most ``
 (``wait_fraction``) of the previous batch's generate time when that is longer: multi-turn episodes answered
 together come back together, a few milliseconds apart (their env steps in between), and a job that runs without
 them costs a whole batch's time again while they queue behind it. A batch that raises is retried job by
-job, so a failure lands only on the jobs that cause it.
+job, so a failure lands only on the jobs that cause it, except for the errors named ``whole_batch_errors`` (e.g.
+the process that ran the batch died): those fail every job of the batch at once.
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ class Batcher(Generic[RowT, OutT]):
             :meth:`notify` when that count drops without a submit.
         wait_fraction: With ``expecting``: how long, as a fraction of the previous batch's generate time, a job may
             wait for the rest of a larger previous batch (never less than ``window_s``).
+        whole_batch_errors: Errors of ``run_rows`` that fail every job of its batch instead of a retry job by job.
     """
 
     def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
-                 expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0) -> None:
+                 expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0,
+                 whole_batch_errors: tuple[type[BaseException], ...] = ()) -> None:
         self.run_rows = run_rows
+        self.whole_batch_errors = whole_batch_errors
         self.window_s = window_s
         self.wait_fraction = wait_fraction
         self._last_seconds = 0.0
@@ -144,8 +148,8 @@ class Batcher(Generic[RowT, OutT]):
         try:
             outputs = self.run_rows(rows)
         except Exception as exc:
-            if len(jobs) == 1:
-                return [exc]
+            if len(jobs) == 1 or isinstance(exc, self.whole_batch_errors):
+                return [exc] * len(jobs)
             return [self._run_batch([j])[0] for j in jobs]
         seconds = time.perf_counter() - start
         results: list[tuple[list[OutT], BatchInfo] | BaseException] = []
