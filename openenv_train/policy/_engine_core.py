@@ -82,7 +82,7 @@ class EngineCore:
         for i, row in enumerate(rows):
             if row.guide is None and row.constraint is not None:
                 try:
-                    row = dataclasses.replace(row, guide=self._guide(row.constraint))
+                    row = dataclasses.replace(row, guide=self.guide_for(row.constraint))
                 except PolicyError as exc:
                     outputs[i] = RowOutput(error=exc)
                     continue
@@ -96,7 +96,12 @@ class EngineCore:
                 outputs[i] = out
         return [out if out is not None else RowOutput() for out in outputs]
 
-    def _guide(self, constraint: Any) -> Any:
+    def guide_for(self, constraint: Any) -> Any:
+        """The guide of ``constraint`` (cached by content).
+
+        Raises:
+            InvalidRequest: the constraint cannot be enforced with this tokenizer.
+        """
         from ._guide import GuideCache
 
         if self._guides is None:

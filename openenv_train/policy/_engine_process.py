@@ -20,6 +20,7 @@ to the engine process (:mod:`._engine_protocol`), which runs an :class:`~._engin
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import multiprocessing
@@ -40,6 +41,8 @@ from ._engine_protocol import (
     Cancel,
     Done,
     EngineStreams,
+    GuideSender,
+    GuideStore,
     Hello,
     Setup,
     Started,
@@ -95,6 +98,7 @@ class ProcessEngine:
         self._shared: list[int] = []  # each tensor's data_ptr when it was shared
         self._weights_key: Any = None
         self._epoch = 0
+        self._guides = GuideSender()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -130,6 +134,7 @@ class ProcessEngine:
                                     "process") from None
             assert isinstance(hello, Hello)
             self.pid, self.threads = hello.pid, hello.threads
+            self._guides.resend()
             self.starts += 1
 
     def close(self) -> None:
@@ -177,10 +182,11 @@ class ProcessEngine:
             if self._process is None or not self._process.is_alive() or self._moved():
                 self.start()
             batch_id = next(self._ids)
-            wired, streamed = wire_rows(rows)
+            wired, streamed, guides = wire_rows(rows, self._guides)
             flight = BatchInFlight.of(batch_id, rows)
             try:
-                self._send(Batch(batch_id, wired, streamed, (version, self._epoch)))
+                self._send(Batch(batch_id, wired, streamed, (version, self._epoch), guides,
+                                 self._guides.forgotten()))
                 return self._receive(flight)
             except (EOFError, OSError) as exc:
                 raise self._lost(exc) from None
@@ -201,6 +207,7 @@ class ProcessEngine:
                 if message.stats is not None:
                     self.prefix_cache = message.stats
                 if message.error is not None:
+                    self._guides.resend()
                     raise message.error
                 assert message.outputs is not None
                 return message.outputs
@@ -265,6 +272,7 @@ def serve_engine(conn: Any) -> None:
     if setup.settings.threads:
         torch.set_num_threads(setup.settings.threads)
     conn.send(Hello(os.getpid(), torch.get_num_threads()))
+    guides = GuideStore(core.guide_for)
     batches: queue.SimpleQueue[Batch] = queue.SimpleQueue()
     current: list[EngineStreams] = []  # the batch decoding now, for cancellations
 
@@ -295,7 +303,10 @@ def serve_engine(conn: Any) -> None:
                 conn.send(tokens)
 
         try:
-            outputs = core.run(streams.rows(batch.rows), batch.version, on_step=flush if batch.streamed else None)
+            guides.forget(batch.forget)
+            rows = [dataclasses.replace(row, guide=guides.guide(ref)) if ref is not None else row
+                    for row, ref in zip(streams.rows(batch.rows), batch.guides, strict=True)]
+            outputs = core.run(rows, batch.version, on_step=flush if batch.streamed else None)
             done = Done(batch.batch_id, outputs, stats=core.stats())
         except Exception as exc:  # the model failed on the batch: the endpoint retries its jobs one by one
             done = Done(batch.batch_id, error=_sendable(exc), stats=core.stats())

@@ -7,21 +7,29 @@ One batch at a time, in order::
     engine -> endpoint   Started, then Tokens per step (streamed rows only), then Done(outputs | error, stats)
     endpoint -> engine   Cancel(rows)     a streamed row's client left (sent when its next tokens arrive)
 
-Rows travel without their guide and stream: the engine builds guides from ``Row.constraint``, and
-:class:`EngineStreams` stands in for the streams, collecting a step's tokens into one :class:`Tokens` message.
+Rows travel without their guide and stream. A guide goes as a :class:`GuideRef`: a number for the guide the
+endpoint built, with its constraint the first time this engine sees that number (a Wordle list is 10,000 words:
+100 rows sending it each would be 5 MB a batch), and for a cached list less a few words only those words' ids;
+:class:`GuideSender` and :class:`GuideStore` keep both sides' numbers in step. A row whose guide has no known
+constraint travels with ``Row.constraint`` and the engine builds its guide from that. :class:`EngineStreams`
+stands in for the streams, collecting a step's tokens into one :class:`Tokens` message.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._engine_core import CoreSettings, PrefixStats
 from ._generation import Row, RowOutput, RowStream
+from ._guide import ChoiceGuide, ExcludingGuide, Guide
 
-__all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "Hello", "Setup", "Started", "Tokens",
-           "wire_rows"]
+__all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "GuideRef", "GuideSender", "GuideStore",
+           "Hello", "Setup", "Started", "Tokens", "wire_rows"]
 
 #: One streamed token: row index, token id, logprob, top alternatives.
 Pushed = tuple[int, int, float, list[tuple[int, float]]]
@@ -44,14 +52,27 @@ class Hello:
     threads: int
 
 
+@dataclass(frozen=True)
+class GuideRef:
+    """A row's guide by number: the endpoint's guide ``key`` (built from ``constraint``, sent the first time),
+    less the choices whose token ids are ``dropped`` (an :class:`~._guide.ExcludingGuide`), when set."""
+
+    key: int
+    constraint: Any = None
+    dropped: tuple[tuple[int, ...], ...] | None = None
+
+
 @dataclass
 class Batch:
-    """Rows to decode together (without guides or streams), the rows that stream, and the policy version."""
+    """Rows to decode together (without guides or streams), their guides by number, the rows that stream, the
+    policy version, and guide numbers the engine may forget."""
 
     batch_id: int
     rows: list[Row]
     streamed: list[int]
     version: Any = None
+    guides: list[GuideRef | None] = field(default_factory=list)
+    forget: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,10 +108,86 @@ class Done:
     stats: PrefixStats | None = None
 
 
-def wire_rows(rows: list[Row]) -> tuple[list[Row], list[int]]:
-    """Rows as an engine process takes them (no guide, no stream) and the indices of the streamed ones."""
-    return ([dataclasses.replace(r, guide=None, stream=None) for r in rows],
-            [i for i, r in enumerate(rows) if r.stream is not None])
+def wire_rows(rows: list[Row], guides: GuideSender) -> tuple[list[Row], list[int], list[GuideRef | None]]:
+    """Rows as an engine process takes them (no guide, no stream; no constraint when the guide goes by number),
+    the indices of the streamed ones, and each row's guide by number (None: none, or built from its constraint)."""
+    refs = [guides.ref(r.guide) if r.guide is not None else None for r in rows]
+    wired = [dataclasses.replace(r, guide=None, stream=None, constraint=None if ref is not None else r.constraint)
+             for r, ref in zip(rows, refs, strict=True)]
+    return wired, [i for i, r in enumerate(rows) if r.stream is not None], refs
+
+
+class GuideSender:
+    """The endpoint's numbers for the guides it sends, and which ones the current engine already holds.
+
+    Args:
+        keep: Base guides numbered at once (older numbers are forgotten on both sides).
+    """
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self._keys: OrderedDict[int, tuple[int, Guide]] = OrderedDict()  # id(guide) -> (number, guide kept alive)
+        self._held: set[int] = set()  # numbers the engine holds
+        self._forget: list[int] = []
+        self._numbers = itertools.count()
+
+    def ref(self, guide: Guide) -> GuideRef | None:
+        """``guide`` by number (None when it has no constraint to build it from)."""
+        base, dropped = (guide.base, tuple(tuple(d) for d in guide.dropped)) if isinstance(guide, ExcludingGuide) \
+            else (guide, None)
+        if base.source is None:
+            return None
+        entry = self._keys.get(id(base))
+        if entry is None or entry[1] is not base:
+            entry = self._keys[id(base)] = (next(self._numbers), base)
+            while len(self._keys) > self.keep:
+                _, (old, _) = self._keys.popitem(last=False)
+                if old in self._held:
+                    self._held.discard(old)
+                    self._forget.append(old)
+        self._keys.move_to_end(id(base))
+        key = entry[0]
+        first = key not in self._held
+        self._held.add(key)
+        return GuideRef(key, base.source if first else None, dropped)
+
+    def forgotten(self) -> list[int]:
+        """Numbers the engine may drop (each said once)."""
+        forget, self._forget = self._forget, []
+        return forget
+
+    def resend(self) -> None:
+        """Send every guide's constraint again (a new engine holds none; after a failed batch, which ones it holds
+        is not known)."""
+        self._held.clear()
+        self._forget.clear()
+
+
+class GuideStore:
+    """The engine's guides by the endpoint's numbers.
+
+    Args:
+        build: Builds a guide from its constraint (the engine's guide cache).
+    """
+
+    def __init__(self, build: Callable[[Any], Guide]) -> None:
+        self.build = build
+        self._guides: dict[int, Guide] = {}
+
+    def guide(self, ref: GuideRef) -> Guide:
+        """The guide ``ref`` names (built when it comes with its constraint)."""
+        if ref.constraint is not None:
+            self._guides[ref.key] = self.build(ref.constraint)
+        base = self._guides[ref.key]
+        if ref.dropped is None:
+            return base
+        assert isinstance(base, ChoiceGuide)
+        return ExcludingGuide(base, [list(d) for d in ref.dropped])
+
+    def forget(self, keys: list[int]) -> None:
+        """Drop guides the endpoint no longer numbers."""
+        for key in keys:
+            self._guides.pop(key, None)
 
 
 class _EngineStream:

@@ -162,3 +162,33 @@ def _alive(pid: int) -> bool:
 def test_the_engine_setting_is_checked() -> None:
     with pytest.raises(ValueError, match="engine must be"):
         LocalConfig(engine="fork")  # type: ignore[arg-type]
+
+
+def test_guides_go_by_number_with_their_constraint_the_first_time() -> None:
+    """A 10,000-word list is sent to the engine once; a request with a few words dropped sends only their ids."""
+    from openenv_train.policy import Constraint
+    from openenv_train.policy._engine_protocol import GuideSender, GuideStore
+    from openenv_train.policy._guide import ChoiceGuide, ExcludingGuide
+
+    built: list[Any] = []
+
+    def build(constraint: Any) -> ChoiceGuide:
+        built.append(constraint)
+        guide = ChoiceGuide([[1, 2], [1, 3], [4]], end_id=0)
+        guide.source = constraint
+        return guide
+
+    words, other = build(Constraint(choices=("ab", "ac", "d"))), build(Constraint(choices=("e",)))
+    built.clear()
+    sender, store = GuideSender(keep=1), GuideStore(build)
+    first, fewer = sender.ref(words), sender.ref(ExcludingGuide(words, [[1, 3]]))
+    assert first is not None and first.constraint is words.source and first.dropped is None
+    assert fewer is not None and fewer.constraint is None and fewer.dropped == ((1, 3),) and fewer.key == first.key
+    assert store.guide(first) is store.guide(fewer).base  # type: ignore[attr-defined]
+    guide = store.guide(fewer)
+    assert guide.allowed(guide.start()).tolist() == [1, 4] and guide.allowed(guide.advance(0, 1)).tolist() == [2]
+    assert built == [words.source]  # built once, from the first reference
+    assert sender.ref(other) is not None and sender.forgotten() == [first.key]  # keep=1: the list's number goes
+    sender.resend()  # a new engine: every constraint again
+    assert sender.ref(other).constraint is other.source  # type: ignore[union-attr]
+    assert sender.ref(ChoiceGuide([[5]], end_id=0)) is None  # no constraint known: the row sends its own
