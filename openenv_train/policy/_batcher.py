@@ -69,6 +69,7 @@ class Batcher(Generic[RowT, OutT]):
         self._last_rows = 0
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[_Job[RowT, OutT]] = []
+        self._running: list[_Job[RowT, OutT]] = []  # the batch in the worker thread
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -109,7 +110,9 @@ class Batcher(Generic[RowT, OutT]):
                 if batch:
                     assert self._executor is not None
                     start = time.perf_counter()
+                    self._running = batch
                     results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
+                    self._running = []
                     self._last_seconds = time.perf_counter() - start
                     for job, result in zip(batch, results, strict=True):
                         if job.future.done():
@@ -160,7 +163,8 @@ class Batcher(Generic[RowT, OutT]):
         return results
 
     async def aclose(self) -> None:
-        """Stop the worker task and the thread (queued jobs are cancelled); a later ``submit`` starts them again."""
+        """Stop the worker task and the thread (queued jobs and those of the batch in flight are cancelled); a later
+        ``submit`` starts them again."""
         worker, loop = self._worker, self._loop
         if worker is not None and loop is not None:
             if loop is asyncio.get_running_loop():
@@ -169,10 +173,11 @@ class Batcher(Generic[RowT, OutT]):
                     await worker
             elif not loop.is_closed():
                 loop.call_soon_threadsafe(worker.cancel)
-        for job in self._pending:
+        for job in [*self._pending, *self._running]:  # the batch in flight too: nobody would answer it
             if not job.future.done():
                 job.future.cancel()
         self._pending.clear()
+        self._running = []
         self._worker = self._loop = self._wake = None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)

@@ -99,6 +99,7 @@ class ProcessEngine:
         self._weights_key: Any = None
         self._epoch = 0
         self._guides = GuideSender()
+        self._closing = False  # close() ended the engine: a batch that loses it does not start another
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -109,6 +110,7 @@ class ProcessEngine:
         """
         with self._lock:
             self._stop()
+            self._closing = False
             import torch.multiprocessing  # noqa: F401  (registers the shared-memory reductions with pickle)
 
             context = multiprocessing.get_context("forkserver")
@@ -142,6 +144,7 @@ class ProcessEngine:
         process, conn = self._process, self._conn
         if process is None:
             return
+        self._closing = True
         with self._send_lock:
             try:
                 conn.send(None)  # the engine exits at once, mid-batch or not
@@ -221,6 +224,8 @@ class ProcessEngine:
         pid = self.pid
         code = self._stop()
         how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        if self._closing:
+            return EngineUnavailable(f"the model's engine process (pid {pid}) was closed while decoding this request")
         try:
             self.start()
             now = f"a new engine (pid {self.pid}) was started; send the request again"

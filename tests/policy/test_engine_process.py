@@ -192,3 +192,17 @@ def test_guides_go_by_number_with_their_constraint_the_first_time() -> None:
     sender.resend()  # a new engine: every constraint again
     assert sender.ref(other).constraint is other.source  # type: ignore[union-attr]
     assert sender.ref(ChoiceGuide([[5]], end_id=0)) is None  # no constraint known: the row sends its own
+
+
+async def test_closing_a_backend_mid_batch_stops_its_engine_without_starting_another(tiny: tuple[Any, Any]) -> None:
+    model, tokenizer = tiny
+    backend = LocalBackend(model, tokenizer)
+    pid = backend.engine.pid
+    held = asyncio.ensure_future(backend.chat(parse_chat_request(chat_body("go on", temperature=1.0, seed=1,
+                                                                           max_tokens=3000))))
+    await _until(backend.engine.decoding.is_set, "the engine to start decoding")
+    await backend.aclose()
+    with pytest.raises((asyncio.CancelledError, Exception)):
+        await held
+    await _until(lambda: not _alive(pid), "the engine to exit")
+    assert backend.engine.starts == 1 and backend.engine._process is None
