@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import types
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,7 +126,9 @@ class ProcessEngine:
             theirs.close()  # the engine holds its end: its death shows here as the end of the pipe
             self._process, self._conn = process, ours
             try:
-                ours.send(Setup(self.model, self.tokenizer, self.settings))
+                with warnings.catch_warnings():  # a trainer's gradient hooks stay here: the engine runs no backward
+                    warnings.filterwarnings("ignore", message="backward hook", category=UserWarning)
+                    ours.send(Setup(self.model, self.tokenizer, self.settings))
                 if not ours.poll(self.start_timeout_s):
                     raise TimeoutError(f"no answer within {self.start_timeout_s:g}s")
                 hello = ours.recv()
