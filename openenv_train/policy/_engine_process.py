@@ -271,7 +271,6 @@ def _tensors(model: Any) -> list[Any]:
 def serve_engine(conn: Any) -> None:
     """The engine process: set up from the first message, then decode batches until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the endpoint's to handle; the engine follows it
-    _keep_freed_memory()
     setup = conn.recv()
     assert isinstance(setup, Setup)
     core = EngineCore(setup.model, setup.tokenizer, setup.settings)
@@ -320,18 +319,6 @@ def serve_engine(conn: Any) -> None:
             done = Done(batch.batch_id, error=_sendable(exc), stats=core.stats())
         current.clear()
         conn.send(done)
-
-
-def _keep_freed_memory() -> None:
-    """Have glibc keep freed blocks of up to 32 MiB instead of unmapping them: each decode step frees and
-    allocates the same tensors, and a fresh process (unlike one that has loaded a model, which raised these
-    thresholds as it went) would map, fault in and unmap them every step."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 64 * 2**20)  # M_TRIM_THRESHOLD
 
 
 def _sendable(exc: Exception) -> Exception:
