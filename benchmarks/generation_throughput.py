@@ -1,19 +1,23 @@
 """Generation throughput: PolicyServer + LocalBackend at 1-128 concurrent chat sessions vs one batched
-``model.generate`` call over the same prompts, for this code and a baseline commit, side by side in one run.
+``model.generate`` call over the same prompts: the engine process, the in-thread engine (and optionally a baseline
+commit), side by side in one run.
 
 Each measurement runs in a fresh worker process (``--worker``): the tiny offline model (``build_tiny_model``,
 seed 0), a ``PolicyServer`` over a ``LocalBackend`` with a capture store (as the rollout pool uses it), and
 ``--sessions`` concurrent chat sessions over HTTP, each sending ``--rounds`` requests one after another (T=1,
 seeded, ``--max-tokens`` new tokens). The same worker then runs the same prompts through transformers'
 ``model.generate`` (one left-padded batch per round, T=1, top_k=0), the in-process path TRL uses without vLLM.
-The baseline worker imports the package from ``git archive <--baseline>`` (via PYTHONPATH); baseline and
-current alternate per concurrency so both see the same machine.
+``--engines`` names the ``LocalConfig.engine`` settings measured (default: ``process`` and ``thread``, the decode
+in this process as it was before the engine process); ``--baseline <commit>`` adds that commit's code (imported
+from ``git archive`` via PYTHONPATH, its default engine). The workers of one concurrency run one after another,
+their order rotating per concurrency, so all see the same machine.
 
 The chat sessions' HTTP client runs in a process of its own (as rollout actors do; ``--same-process`` puts it in
 the endpoint's event loop, where its CPU time counts against the endpoint's). Printed: completion tokens per wall
-second and per CPU second of the endpoint's process (the latter is what a busy, shared machine distorts least;
-the client's CPU seconds are in the JSON lines), the ratios, the batcher's wait (queue_s) p50 at 1 session, and the
-machine's limit for this model: FLOPs per token (2 x parameters + attention) over a measured large-matmul FLOP/s.
+second and per CPU second of the endpoint's process plus its engine process (the latter is what a busy, shared
+machine distorts least; the client's CPU seconds are in the JSON lines), the ratios, the batcher's wait (queue_s)
+p50 at 1 session, and the machine's limit for this model: FLOPs per token (2 x parameters + attention) over a
+measured large-matmul FLOP/s.
 
 Run (from the repository root, a git checkout)::
 
@@ -43,8 +47,41 @@ def _prompt(session: int, turn: int) -> list[dict[str, Any]]:
             {"role": "user", "content": f"Session {session}, question {turn}: what is the next move in the game?"}]
 
 
+class _LeanClient:
+    """One keep-alive HTTP/1.1 connection, requests written and answers read by hand: a few hundred microseconds
+    of CPU a call, so the sessions' process does not become what is measured (httpx costs several milliseconds a
+    call on this machine, and 128 sessions of it took more CPU than the endpoint they load)."""
+
+    def __init__(self, base_url: str) -> None:
+        from urllib.parse import urlsplit
+
+        url = urlsplit(base_url)
+        self.host, self.port, self.path = url.hostname or "127.0.0.1", url.port or 80, url.path.rstrip("/")
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: dict[str, Any], session: str) -> dict[str, Any]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        data = json.dumps(body).encode()
+        self.writer.write(f"POST {self.path}{path} HTTP/1.1\r\nhost: {self.host}\r\ncontent-type: application/json\r\n"
+                          f"authorization: Bearer {session}\r\ncontent-length: {len(data)}\r\n\r\n".encode() + data)
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split()[1])
+        length = next(int(h.split(":", 1)[1]) for h in head[1:] if h.lower().startswith("content-length:"))
+        reply = json.loads(await self.reader.readexactly(length))
+        if status != 200:
+            raise RuntimeError(f"{status}: {reply}")
+        return reply  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
 async def _sessions(base_url: str, sessions: int, rounds: int, max_tokens: int, tag: str,
-                    open_session: Any = None) -> int:
+                    open_session: Any = None, lean: bool = True) -> int:
     """``sessions`` concurrent chat sessions of ``rounds`` requests each; completion tokens received."""
     import httpx
 
@@ -55,12 +92,19 @@ async def _sessions(base_url: str, sessions: int, rounds: int, max_tokens: int, 
             if open_session is not None:
                 open_session(sid)
             tokens = 0
+            lean_client = _LeanClient(base_url) if lean else None
             for t in range(rounds):
                 body = {"model": "tiny", "messages": _prompt(s, t), "temperature": 1.0, "seed": 1000 * s + t,
                         "max_tokens": max_tokens}
-                reply = await client.post("/chat/completions", json=body, headers={"Authorization": f"Bearer {sid}"})
-                reply.raise_for_status()
-                tokens += len(reply.json()["choices"][0]["token_ids"])
+                if lean_client is not None:
+                    reply = await lean_client.post("/chat/completions", body, sid)
+                else:
+                    answer = await client.post("/chat/completions", json=body, headers={"Authorization": f"Bearer {sid}"})
+                    answer.raise_for_status()
+                    reply = answer.json()
+                tokens += len(reply["choices"][0]["token_ids"])
+            if lean_client is not None:
+                await lean_client.aclose()
             return tokens
 
         return sum(await asyncio.gather(*(session(s) for s in range(sessions))))
@@ -69,47 +113,70 @@ async def _sessions(base_url: str, sessions: int, rounds: int, max_tokens: int, 
 def client(args: argparse.Namespace) -> None:
     """The sessions in their own process, as rollout actors call the endpoint: a warm-up round, then (after a
     line on stdin) the timed rounds; prints tokens, wall and CPU seconds."""
-    asyncio.run(_sessions(args.client, args.sessions[0], 1, args.max_tokens, "warm"))
+    lean = args.http_client == "lean"
+    asyncio.run(_sessions(args.client, args.sessions[0], 1, args.max_tokens, "warm", lean=lean))
     print("ready", flush=True)
     sys.stdin.readline()
     start, cpu = time.perf_counter(), time.process_time()
-    tokens = asyncio.run(_sessions(args.client, args.sessions[0], args.rounds, args.max_tokens, "run"))
+    tokens = asyncio.run(_sessions(args.client, args.sessions[0], args.rounds, args.max_tokens, "run", lean=lean))
     print(json.dumps({"tokens": tokens, "seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}),
           flush=True)
 
 
+def _engine_cpu(backend: Any) -> float:
+    """CPU seconds of the backend's engine process so far (0 when it decodes in this process)."""
+    import psutil
+
+    pid = getattr(getattr(backend, "engine", None), "pid", None)
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
 async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int,
-                    separate: bool) -> dict[str, Any]:
-    from openenv_train.policy import LocalBackend, PolicyServer
+                    separate: bool, engine: str, decode_threads: int | None = None,
+                    http_client: str = "lean") -> dict[str, Any]:
+    from openenv_train.policy import LocalBackend, LocalConfig, PolicyServer
     from openenv_train.trace import CaptureStore
 
     store = CaptureStore()
-    async with PolicyServer(LocalBackend(model, tokenizer, model_id="tiny"), capture=store) as server:
+    config = LocalConfig(engine=engine, decode_threads=decode_threads) \
+        if engine != "default" else None  # type: ignore[arg-type]
+    start = time.perf_counter()
+    backend = LocalBackend(model, tokenizer, model_id="tiny", config=config)
+    started_s = time.perf_counter() - start
+    async with PolicyServer(backend, capture=store) as server:
         for tag in ("warm", "run"):
             for s in range(sessions):
                 store.open_session(f"{tag}-{s}")
         if separate:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, __file__, "--client", server.base_url, "--sessions", str(sessions), "--rounds",
-                str(rounds), "--max-tokens", str(max_tokens), stdin=asyncio.subprocess.PIPE,
+                str(rounds), "--max-tokens", str(max_tokens), "--http-client", http_client, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE)
             assert proc.stdin is not None and proc.stdout is not None
             assert (await proc.stdout.readline()).strip() == b"ready"
-            cpu = time.process_time()
+            cpu, engine_cpu = time.process_time(), _engine_cpu(backend)
             proc.stdin.write(b"go\n")
             await proc.stdin.drain()
             measured = json.loads(await proc.stdout.readline())
-            cpu = time.process_time() - cpu
+            cpu, engine_cpu = time.process_time() - cpu, _engine_cpu(backend) - engine_cpu
             await proc.wait()
-            result = {**measured, "client_cpu_s": measured["cpu_s"], "cpu_s": cpu}
+            result = {**measured, "client_cpu_s": measured["cpu_s"], "cpu_s": cpu + engine_cpu,
+                      "engine_cpu_s": engine_cpu}
         else:
-            await _sessions(server.base_url, sessions, 1, max_tokens, "warm")
-            start, cpu = time.perf_counter(), time.process_time()
-            tokens = await _sessions(server.base_url, sessions, rounds, max_tokens, "run")
-            result = {"tokens": tokens, "seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu}
+            lean = http_client == "lean"
+            await _sessions(server.base_url, sessions, 1, max_tokens, "warm", lean=lean)
+            start, cpu, engine_cpu = time.perf_counter(), time.process_time(), _engine_cpu(backend)
+            tokens = await _sessions(server.base_url, sessions, rounds, max_tokens, "run", lean=lean)
+            engine_cpu = _engine_cpu(backend) - engine_cpu
+            result = {"tokens": tokens, "seconds": time.perf_counter() - start,
+                      "cpu_s": time.process_time() - cpu + engine_cpu, "engine_cpu_s": engine_cpu}
     queue = [t.metadata["timings"]["queue_s"] for s in range(sessions)
              for t in store.close_session(f"run-{s}").turns]
-    return {**result, "queue_p50_ms": 1e3 * statistics.median(queue)}
+    return {**result, "queue_p50_ms": 1e3 * statistics.median(queue), "backend_start_s": started_s,
+            "engine": getattr(getattr(backend, "engine", None), "kind", "thread")}
 
 
 def _generate(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int) -> dict[str, Any]:
@@ -174,7 +241,7 @@ def worker(args: argparse.Namespace) -> None:
     model = AutoModelForCausalLM.from_pretrained(args.model).eval()
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     ours = asyncio.run(_endpoint(model, tokenizer, args.sessions[0], args.rounds, args.max_tokens,
-                                 not args.same_process))
+                                 not args.same_process, args.engine, args.decode_threads, args.http_client))
     reference = _generate(model, tokenizer, args.sessions[0], args.rounds, args.max_tokens)
     print(json.dumps({"package": str(Path(openenv_train.__file__).parent), "endpoint": ours, "generate": reference,
                       "limit": _limit(model)}))
@@ -183,9 +250,11 @@ def worker(args: argparse.Namespace) -> None:
 def _run_worker(impl: str, source: Path, sessions: int, args: argparse.Namespace) -> dict[str, Any]:
     rounds = args.rounds or max(2, 96 // sessions)
     env = {**os.environ, "PYTHONPATH": str(source) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    engine = "default" if impl == "baseline" else impl
     cmd = [sys.executable, __file__, "--worker", "--model", args.model, "--sessions", str(sessions),
            "--rounds", str(rounds), "--max-tokens", str(args.max_tokens), "--threads", str(args.threads),
-           *(["--same-process"] if args.same_process else [])]
+           "--engine", engine, "--http-client", args.http_client, *(["--same-process"] if args.same_process else []),
+           *(["--decode-threads", str(args.decode_threads)] if args.decode_threads is not None else [])]
     out = subprocess.run(cmd, env=env, cwd=source, capture_output=True, text=True, check=False)
     if out.returncode:
         raise SystemExit(f"{impl} worker failed:\n{out.stderr[-3000:]}")
@@ -197,40 +266,52 @@ def _run_worker(impl: str, source: Path, sessions: int, args: argparse.Namespace
 def main(args: argparse.Namespace) -> None:
     from openenv_train.policy import build_tiny_model
 
+    impls = list(args.engines) + (["baseline"] if args.baseline else [])
     with tempfile.TemporaryDirectory(prefix="gen-bench-") as tmp:
         args.model = args.model or str(build_tiny_model(Path(tmp) / "tiny", seed=0))
-        base = Path(tmp) / "baseline"
-        base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "openenv_train"],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        sources = {impl: ROOT for impl in args.engines}
+        if args.baseline:
+            base = sources["baseline"] = Path(tmp) / "baseline"
+            base.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "openenv_train"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
         rows = []
         for i, sessions in enumerate(args.sessions):
-            order = [("before", base), ("after", ROOT)]
-            results = dict((impl, _run_worker(impl, src, sessions, args)) for impl, src in
-                           (order if i % 2 == 0 else order[::-1]))
+            order = impls[i % len(impls):] + impls[: i % len(impls)]
+            results = {impl: _run_worker(impl, sources[impl], sessions, args) for impl in order}
             rows.append((sessions, results))
             print(f"... {sessions} sessions done", file=sys.stderr)
-    limit = rows[0][1]["after"]["limit"]
-    print(f"tiny model, {args.max_tokens} new tokens, T=1; baseline {args.baseline}; torch threads "
-          f"{args.threads or 'default'}; chat client {'in the endpoint process' if args.same_process else 'in its own process'}")
+            if args.json:
+                with open(args.json, "a") as out:
+                    out.write(json.dumps({"sessions": sessions, "results": results}) + "\n")
+    limit = rows[0][1][impls[0]]["limit"]
+    print(f"tiny model, {args.max_tokens} new tokens, T=1; torch threads {args.threads or 'default'}; chat client "
+          f"({args.http_client}) {'in the endpoint process' if args.same_process else 'in its own process'}"
+          f"{f'; baseline {args.baseline}' if args.baseline else ''}")
     print(f"machine limit: {limit['flops_per_token'] / 1e6:.2f} MFLOP/token, large matmul "
           f"{limit['matmul_flops'] / 1e9:.1f} GFLOP/s -> {limit['limit_tok_s']:,.0f} tok/s")
+    first = impls[0]
     for unit, key in (("tokens per wall second", "seconds"),
-                      ("tokens per CPU second of the endpoint's process (generate: its own)", "cpu_s")):
+                      ("tokens per CPU second of the endpoint's and its engine's processes (generate: its own)",
+                       "cpu_s")):
         print(f"{unit}:")
-        print(f"{'sessions':>8} {'before':>9} {'after':>9} {'generate':>9} {'after/before':>12} "
-              f"{'after/generate':>14} {'before/generate':>15}")
+        print(f"{'sessions':>8} " + " ".join(f"{impl:>9}" for impl in impls) + f" {'generate':>9} "
+              + " ".join(f"{impl + '/gen':>12}" for impl in impls)
+              + "".join(f" {first + '/' + impl:>16}" for impl in impls[1:]))
         for sessions, res in rows:
             rate = {k: v["endpoint"]["tokens"] / v["endpoint"][key] for k, v in res.items()}
             gen = statistics.mean(v["generate"]["tokens"] / v["generate"][key] for v in res.values())
-            print(f"{sessions:>8} {rate['before']:>9,.0f} {rate['after']:>9,.0f} {gen:>9,.0f} "
-                  f"{rate['after'] / rate['before']:>11.2f}x {rate['after'] / gen:>13.2f}x "
-                  f"{rate['before'] / gen:>14.2f}x")
+            print(f"{sessions:>8} " + " ".join(f"{rate[impl]:>9,.0f}" for impl in impls) + f" {gen:>9,.0f} "
+                  + " ".join(f"{rate[impl] / gen:>11.2f}x" for impl in impls)
+                  + "".join(f" {rate[first] / rate[impl]:>15.2f}x" for impl in impls[1:]))
     for sessions, res in rows:
         if sessions == 1:
-            print(f"batcher wait p50 at 1 session: before {res['before']['endpoint']['queue_p50_ms']:.2f} ms, "
-                  f"after {res['after']['endpoint']['queue_p50_ms']:.2f} ms")
+            print("batcher wait p50 at 1 session: " + ", ".join(
+                f"{impl} {res[impl]['endpoint']['queue_p50_ms']:.2f} ms" for impl in impls))
+    print("backend start (LocalBackend(...), first in its process): " + ", ".join(
+        f"{impl} {statistics.median(r[impl]['endpoint'].get('backend_start_s', 0) for _, r in rows):.3f} s"
+        for impl in impls))
 
 
 if __name__ == "__main__":
@@ -238,7 +319,16 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8, 32, 128], help="concurrent chat sessions")
     parser.add_argument("--rounds", type=int, default=0, help="requests per session (0: max(2, 96 // sessions))")
     parser.add_argument("--max-tokens", type=int, default=24, help="new tokens per request")
-    parser.add_argument("--baseline", default="47e1688", help="commit whose openenv_train is 'before'")
+    parser.add_argument("--engines", nargs="+", default=["process", "thread"],
+                        help="LocalConfig.engine settings to measure, side by side")
+    parser.add_argument("--baseline", default="", help="also measure this commit's openenv_train (its default engine)")
+    parser.add_argument("--json", default="", help="append each concurrency's raw results to this JSON-lines file")
+    parser.add_argument("--http-client", choices=["lean", "httpx"], default="lean",
+                        help="the sessions' HTTP client: a hand-written keep-alive one (default; cheap enough not to be "
+                             "what is measured) or httpx (as before 2026-12-04)")
+    parser.add_argument("--decode-threads", type=int, default=None,
+                        help="LocalConfig.decode_threads of the engines measured (default: the backend's choice)")
+    parser.add_argument("--engine", default="process", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--model", default="", help="a tiny model folder (default: build one)")
     parser.add_argument("--same-process", action="store_true",

@@ -3,6 +3,8 @@
 - ``ours``: ``make_rollout_func(pool, policy_server=...)`` (the recipe's path): a Ray rollout pool plays the
   episodes concurrently against our Wordle server; the trainer's live model answers through a capturing
   ``PolicyServer`` (``LocalBackend``) in this process.
+- ``ours_thread``: the same with the model decoding in this process (``LocalConfig(engine="thread")``), as before
+  the engine process.
 - ``ours_nocache``: the same with ``LocalBackend``'s prefix cache off (every turn prefills the whole
   conversation again); ``ours_before``: also with torch's thread setting while decoding and the batcher's plain
   5 ms window, i.e. the serving path before those three changes (``LocalConfig(prefix_cache_mb=0,
@@ -26,7 +28,7 @@ a game) and ``tokens`` (completion tokens a game, TRL's ``completions/mean_lengt
 the same games: a gap in them is a gap in work, not in speed::
 
     python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--json out.json]
-                                   [--modes ours ours_nocache ours_before trl_env trl_single]
+                                   [--modes ours ours_thread ours_nocache ours_before trl_env trl_single]
 """
 
 from __future__ import annotations
@@ -217,7 +219,8 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
                            config=PoolConfig(num_actors=args.actors, sessions_per_actor=args.sessions, max_turns=10,
                                              ray_num_cpus=2, run_id="bench")).start()
         cleanup += [pool.close, server.close]
-        local = {"ours": LocalConfig(), "ours_nocache": LocalConfig(prefix_cache_mb=0),
+        local = {"ours": LocalConfig(), "ours_thread": LocalConfig(engine="thread"),
+                 "ours_nocache": LocalConfig(prefix_cache_mb=0),
                  "ours_before": LocalConfig(prefix_cache_mb=0, decode_threads=0, batch_wait_fraction=0)}[mode]
         rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens, local=local)
 
@@ -291,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
     parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
-    modes = ["ours", "ours_nocache", "ours_before", "trl_env", "trl_single"]
+    modes = ["ours", "ours_thread", "ours_nocache", "ours_before", "trl_env", "trl_single"]
     parser.add_argument("--modes", nargs="+", default=modes, choices=modes)
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=1024)

@@ -6,7 +6,8 @@ previous batch held; a job that is alone runs at once. The wait lasts at most ``
 (``wait_fraction``) of the previous batch's generate time when that is longer: multi-turn episodes answered
 together come back together, a few milliseconds apart (their env steps in between), and a job that runs without
 them costs a whole batch's time again while they queue behind it. A batch that raises is retried job by
-job, so a failure lands only on the jobs that cause it.
+job, so a failure lands only on the jobs that cause it, except for the errors named ``whole_batch_errors`` (e.g.
+the process that ran the batch died): those fail every job of the batch at once.
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ class Batcher(Generic[RowT, OutT]):
             :meth:`notify` when that count drops without a submit.
         wait_fraction: With ``expecting``: how long, as a fraction of the previous batch's generate time, a job may
             wait for the rest of a larger previous batch (never less than ``window_s``).
+        whole_batch_errors: Errors of ``run_rows`` that fail every job of its batch instead of a retry job by job.
     """
 
     def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
-                 expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0) -> None:
+                 expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0,
+                 whole_batch_errors: tuple[type[BaseException], ...] = ()) -> None:
         self.run_rows = run_rows
+        self.whole_batch_errors = whole_batch_errors
         self.window_s = window_s
         self.wait_fraction = wait_fraction
         self._last_seconds = 0.0
@@ -65,6 +69,7 @@ class Batcher(Generic[RowT, OutT]):
         self._last_rows = 0
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[_Job[RowT, OutT]] = []
+        self._running: list[_Job[RowT, OutT]] = []  # the batch in the worker thread
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -105,7 +110,9 @@ class Batcher(Generic[RowT, OutT]):
                 if batch:
                     assert self._executor is not None
                     start = time.perf_counter()
+                    self._running = batch
                     results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
+                    self._running = []
                     self._last_seconds = time.perf_counter() - start
                     for job, result in zip(batch, results, strict=True):
                         if job.future.done():
@@ -144,8 +151,8 @@ class Batcher(Generic[RowT, OutT]):
         try:
             outputs = self.run_rows(rows)
         except Exception as exc:
-            if len(jobs) == 1:
-                return [exc]
+            if len(jobs) == 1 or isinstance(exc, self.whole_batch_errors):
+                return [exc] * len(jobs)
             return [self._run_batch([j])[0] for j in jobs]
         seconds = time.perf_counter() - start
         results: list[tuple[list[OutT], BatchInfo] | BaseException] = []
@@ -156,7 +163,8 @@ class Batcher(Generic[RowT, OutT]):
         return results
 
     async def aclose(self) -> None:
-        """Stop the worker task and the thread (queued jobs are cancelled); a later ``submit`` starts them again."""
+        """Stop the worker task and the thread (queued jobs and those of the batch in flight are cancelled); a later
+        ``submit`` starts them again."""
         worker, loop = self._worker, self._loop
         if worker is not None and loop is not None:
             if loop is asyncio.get_running_loop():
@@ -165,10 +173,11 @@ class Batcher(Generic[RowT, OutT]):
                     await worker
             elif not loop.is_closed():
                 loop.call_soon_threadsafe(worker.cancel)
-        for job in self._pending:
+        for job in [*self._pending, *self._running]:  # the batch in flight too: nobody would answer it
             if not job.future.done():
                 job.future.cancel()
         self._pending.clear()
+        self._running = []
         self._worker = self._loop = self._wake = None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)

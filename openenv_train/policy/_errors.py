@@ -10,7 +10,8 @@
         ├── NotFound                 404 (unknown route, unknown capture session)
         ├── TokenLimitExceeded       429, code max_tokens_per_session (a capture session used up its tokens)
         ├── BackendFailed            500 (the model failed on this request)
-        └── UpstreamFailed           502 (the upstream server failed or could not be reached)
+        ├── UpstreamFailed           502 (the upstream server failed or could not be reached)
+        └── EngineUnavailable        503, code engine_restarted (the local engine process died holding the request)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "AuthenticationFailed",
     "BackendFailed",
     "ContextLengthExceeded",
+    "EngineUnavailable",
     "InvalidRequest",
     "NotFound",
     "PolicyError",
@@ -46,6 +48,18 @@ class PolicyError(OpenEnvTrainError):
     def to_json(self) -> dict[str, Any]:
         """The OpenAI-style body: ``{"error": {"message", "type", "param", "code"}}``."""
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross from the engine process to the endpoint's: rebuilt with their fields, whatever the
+        # subclass's __init__ takes.
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type[PolicyError], args: tuple[Any, ...], state: dict[str, Any]) -> PolicyError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidRequest(PolicyError):
@@ -117,3 +131,14 @@ class UpstreamFailed(PolicyError):
     def __init__(self, message: str, *, upstream_status: int | None = None, code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.upstream_status = upstream_status
+
+
+class EngineUnavailable(PolicyError):
+    """The local backend's engine process died while it held this request; a new engine was started, so the
+    request may be sent again (the rollout pool retries the episode)."""
+
+    status = 503
+    type = "server_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="engine_restarted")

@@ -21,6 +21,7 @@ torch and transformers are imported when a batch runs, so importing this module 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,6 +64,9 @@ class Row:
     """A :class:`~._guide.Guide` restricting the tokens (constrained decoding), or None."""
     stream: RowStream | None = None
     """Receives each token as it is sampled (a streamed request), or None."""
+    constraint: Any = None
+    """The :class:`~._types.Constraint` that ``guide`` enforces: an engine in another process builds its own guide
+    from it (guides hold tensors and tries too large to send with every request)."""
 
 
 @dataclass
@@ -77,6 +81,8 @@ class RowOutput:
     error: PolicyError | None = None
     cut: bool = False
     """The row stopped early because its stream was cancelled (its client left)."""
+    version: Any = None
+    """The policy version the backend decoded it under (set by the backend, not here)."""
 
 
 class _Slow:
@@ -154,7 +160,8 @@ def _forward_names(model: Any) -> tuple[str, bool]:
 
 
 def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, fast: bool = True,
-                  prefix: PrefixCache | None = None, version: Any = None) -> list[RowOutput]:
+                  prefix: PrefixCache | None = None, version: Any = None,
+                  on_step: Callable[[], None] | None = None) -> list[RowOutput]:
     """Sample every row to its end (a stop token, a stop string or ``max_new`` tokens) in one left-padded batch.
 
     Args:
@@ -162,6 +169,8 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
         prefix: Keys and values of earlier sequences: a row whose prompt starts with one prefills only the rest,
             and every row's prompt and completion are stored in it (fast decoding only).
         version: The policy version (e.g. the trainer's step): a new one drops ``prefix``'s entries.
+        on_step: Called after each step's tokens were pushed to the rows' streams (an engine in another process
+            sends them on together).
 
     Raises:
         Exception: whatever the model raises; the caller decides whom it fails.
@@ -181,7 +190,7 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
         if training:
             model.eval()
         try:
-            return _Batch(model, tokenizer, rows, pad_id).run(fast=fast, prefix=prefix)
+            return _Batch(model, tokenizer, rows, pad_id, on_step).run(fast=fast, prefix=prefix)
         finally:
             if training:
                 model.train()
@@ -191,10 +200,11 @@ class _Batch:
     """One batch's decode loop: prompts prefilled together, then one forward and one sampling step per token,
     into preallocated id/logprob tensors and a preallocated attention mask."""
 
-    def __init__(self, model: Any, tokenizer: Any, rows: list[Row], pad_id: int) -> None:
+    def __init__(self, model: Any, tokenizer: Any, rows: list[Row], pad_id: int,
+                 on_step: Callable[[], None] | None = None) -> None:
         import torch
 
-        self.model, self.tokenizer, self.rows, self.pad_id = model, tokenizer, rows, pad_id
+        self.model, self.tokenizer, self.rows, self.pad_id, self.on_step = model, tokenizer, rows, pad_id, on_step
         self.device = model.device
         self.steps = max(r.max_new for r in rows)
         self.width = max(len(r.prompt) for r in rows)
@@ -277,6 +287,8 @@ class _Batch:
                 self._advance(tokens.tolist(), active.tolist(), hit.tolist(), produced, done)
             if self.streams:
                 self._push(tokens, chosen, active, top)
+                if self.on_step is not None:
+                    self.on_step()
             if bool(done.all()):
                 break
             mask[:, width + step] = 1

@@ -36,6 +36,8 @@ class Guide:
     """A token automaton: a start state, the ids allowed in a state, the state after a token."""
 
     end_id: int
+    source: Constraint | None = None
+    """The constraint it was built from (set by :class:`GuideCache`): another process builds the same guide from it."""
 
     def start(self) -> Any:
         """The state before the first completion token."""
@@ -102,7 +104,7 @@ class ExcludingGuide(Guide):
     only the nodes on the dropped sequences' paths get new allowed ids, so no trie is rebuilt per request."""
 
     def __init__(self, base: ChoiceGuide, dropped: list[list[int]]) -> None:
-        self.base, self.end_id = base, base.end_id
+        self.base, self.end_id, self.dropped = base, base.end_id, dropped
         counts = base.subtree_counts()
         self._left: dict[int, int] = {}  # node -> choices left under it, for nodes on a dropped path
         self._dead: set[int] = set()  # nodes where a dropped choice ends
@@ -202,6 +204,7 @@ class GuideCache:
             if guide is not None:
                 return guide
         guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
+        guide.source = constraint
         self._guides[key] = guide
         if len(self._guides) > self.max_guides:
             old, _ = self._guides.popitem(last=False)

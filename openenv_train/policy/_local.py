@@ -4,33 +4,42 @@ Prompts are rendered with the model's chat template (tools included); completion
 token ids and logprobs (see :mod:`._generation` for which distribution), so every answer is training data.
 Requests may be constrained to a list of choices or a regex (:mod:`._guide`). A streamed request gets its
 tokens as the batch samples them (:mod:`._local_stream`), and its rows stop when its client leaves.
+
+This process renders, batches, streams and answers; the batches decode in an engine (:mod:`._engine_core`): by
+default, for a model on the CPU, in a process of its own (:mod:`._engine_process`), so decoding does not share
+the GIL with the endpoint's event loop or a trainer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import secrets
-import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._batcher import Batcher
 from ._constraints import unsupported_locally
-from ._errors import ContextLengthExceeded, InvalidRequest
+from ._engine_core import DECODING as _DECODING  # noqa: F401  (its old home; tests reach it here)
+from ._engine_core import CoreSettings, EngineCore, PrefixStats, ThreadEngine
+from ._errors import ContextLengthExceeded, EngineUnavailable, InvalidRequest
 from ._local_stream import RowText, Sampled, TokenFeed
 from ._messages import reply_message
-from ._prefix_cache import PrefixCache
 from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason, StreamEvent, StreamStart
 
 if TYPE_CHECKING:
     import torch
+
+    from ._prefix_cache import PrefixCache
+
+log = logging.getLogger("openenv_train.policy")
 
 __all__ = ["GUIDED_TURNS_KEPT", "LocalBackend", "LocalConfig"]
 
@@ -72,6 +81,13 @@ class LocalConfig:
     prefix_cache_mb: float = 256
     """Memory for the keys and values of earlier turns, so a conversation's next turn prefills only its new
     tokens (fast decoding only; dropped when ``version`` or the weights change); 0 turns it off."""
+    engine: Literal["auto", "process", "thread"] = "auto"
+    """Where batches decode. "process": an engine process of its own (the model's tensors moved to shared memory,
+    so a trainer's in-place updates are what it decodes with; the endpoint's event loop and a trainer no longer
+    share a GIL with decoding). "thread": the batcher's worker thread in this process (as before; for models that
+    cannot be pickled into another process, or code that hooks the model in this process). "auto": "process"
+    for a model on the CPU, else "thread"; a model that cannot be sent to a process falls back to "thread" with a
+    warning."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \
@@ -79,6 +95,8 @@ class LocalConfig:
                 or (self.decode_switch_s or 0) < 0:
             raise ValueError("max_batch_rows and default_max_tokens must be >= 1; batch_window_s, batch_wait_fraction, "
                              "prefix_cache_mb, decode_threads and decode_switch_s >= 0")
+        if self.engine not in ("auto", "process", "thread"):
+            raise ValueError(f"engine must be 'auto', 'process' or 'thread', got {self.engine!r}")
 
 
 @dataclass
@@ -92,13 +110,17 @@ class _Prepared:
     max_new: int
     seed: int
     stop_ids: frozenset[int]
+    guide: Any = None
 
 
 class LocalBackend:
     """Serve a causal LM from a path or a live model object (e.g. the one a trainer is training).
 
-    Requests are batched in one worker thread; the model is not put in eval mode or otherwise touched, so a
-    trainer's weights are used as they are at each forward pass.
+    Requests are batched in one worker thread and decoded by the engine (``config.engine``); the model is not put
+    in eval mode or otherwise touched, so a trainer's weights are used as they are at each forward pass. With the
+    process engine the model's tensors are moved to shared memory in place (``model.share_memory()``); a tensor
+    later replaced rather than written into (``model.to(...)``, a non in-place optimizer) restarts the engine over
+    the new one before the next batch.
 
     Args:
         model: A folder or Hub id to load with ``AutoModelForCausalLM.from_pretrained``, or a loaded model.
@@ -132,9 +154,6 @@ class LocalBackend:
         self._guides: Any = None  # GuideCache, built on the first constrained request
         self._guided: OrderedDict[int, Any] = OrderedDict()  # key of (prompt, completion) -> its guide
         self._guided_lock = threading.Lock()
-        self.prefix_cache = PrefixCache(int(self.config.prefix_cache_mb * 2**20)) \
-            if self.config.prefix_cache_mb else None
-        """Keys and values of earlier turns (None when turned off); its ``hits`` and ``reused_tokens`` count reuse."""
         self.rows_cut = 0
         """Rows stopped before their end because their stream's client left."""
         self._small = sum(p.numel() for p in model.parameters()) < 10_000_000  # counted once, not per batch
@@ -142,7 +161,35 @@ class LocalBackend:
         self._batcher: Batcher[Any, Any] = Batcher(self._generate, window_s=self.config.batch_window_s,
                                                    max_rows=self.config.max_batch_rows,
                                                    expecting=lambda: self._arriving,
-                                                   wait_fraction=self.config.batch_wait_fraction)
+                                                   wait_fraction=self.config.batch_wait_fraction,
+                                                   whole_batch_errors=(EngineUnavailable,))
+        self.engine: Any = self._start_engine()
+        """Where batches decode: a :class:`~._engine_core.ThreadEngine` or a :class:`~._engine_process.ProcessEngine`
+        (its ``pid``, ``starts`` and ``decoding`` say how the engine process is doing)."""
+        weakref.finalize(self, self.engine.close)  # a backend dropped without aclose() stops its engine
+
+    def _start_engine(self) -> Any:
+        config, model = self.config, self.model
+        end = self.tokenizer.eos_token_id
+        settings = CoreSettings(int(self.pad_id), int(end) if end is not None else min(self.eos_ids),
+                                config.fast_decode, int(config.prefix_cache_mb * 2**20), self.decode_threads,
+                                config.decode_switch_s or 0.0)
+        kind = config.engine
+        if kind == "auto":
+            kind = "process" if _device_type(model) == "cpu" else "thread"
+        if kind == "thread":
+            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
+        from ._engine_process import ProcessEngine
+
+        engine = ProcessEngine(model, self.tokenizer, settings)
+        try:
+            engine.start()
+        except Exception as exc:
+            if config.engine == "process":
+                raise
+            log.warning("serving %s from this process: %s", self._model_id, exc)
+            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
+        return engine
 
     @property
     def model_id(self) -> str:
@@ -150,18 +197,28 @@ class LocalBackend:
         return self._model_id
 
     @property
+    def prefix_cache(self) -> PrefixCache | PrefixStats | None:
+        """The prefix cache (in the thread engine) or its counters as the engine process last reported them; its
+        ``hits`` and ``reused_tokens`` count reuse. None when it is off."""
+        return self.engine.prefix_cache  # type: ignore[no-any-return]
+
+    def sync_weights(self) -> None:
+        """Make the next batch decode with the model's weights as they are now, even if tensors were replaced in a
+        way this backend cannot see (the process engine restarts over them; in-place writes need no call)."""
+        self.engine.sync_weights()
+
+    @property
     def decode_threads(self) -> int:
         """torch threads a batch decodes with (0: torch's setting), from ``config.decode_threads``."""
         if self.config.decode_threads is not None:
             return self.config.decode_threads
-        return 1 if self._small and self.model.device.type == "cpu" else 0
+        return 1 if self._small and _device_type(self.model) == "cpu" else 0
 
     def _generate(self, rows: list[Any]) -> list[Any]:
-        from ._generation import generate_rows
-
-        with _DECODING.using(self.decode_threads, self.config.decode_switch_s or 0.0):
-            outputs = generate_rows(self.model, self.tokenizer, rows, pad_id=self.pad_id,
-                                    fast=self.config.fast_decode, prefix=self.prefix_cache, version=self.version)
+        version = self.version  # what this batch decodes with; a trainer may set the next one meanwhile
+        outputs = self.engine.run(rows, version)
+        for out in outputs:
+            out.version = version
         self.rows_cut += sum(out.cut for out in outputs)
         return outputs
 
@@ -238,19 +295,20 @@ class LocalBackend:
         max_new = min(params.max_tokens or self.config.default_max_tokens, self.context - len(prompt))
         seed = params.seed if params.seed is not None else secrets.randbits(63)
         stop_ids = self.eos_ids | frozenset(params.stop_token_ids)
-        rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids, guide) for i in range(params.n)]
-        return _Prepared(rows, prompt, continued, time.perf_counter() - start, max_new, seed, stop_ids)
+        rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids, guide, constraint=request.constraint)
+                for i in range(params.n)]
+        return _Prepared(rows, prompt, continued, time.perf_counter() - start, max_new, seed, stop_ids, guide)
 
     def _result(self, request: ChatRequest, prepared: _Prepared, outputs: list[Any], batch: Any) -> ChatResult:
         """The answer from the rows' outputs (a row's error is raised)."""
         params, parse_tools = request.sampling, _parses_tools(request)
         choices = [self._choice(out, request, parse_tools) for out in outputs]
-        guide = prepared.rows[0].guide if prepared.rows else None
-        if guide is not None:
-            self._remember_guide(prepared.prompt, outputs, guide)
+        if prepared.guide is not None:
+            self._remember_guide(prepared.prompt, outputs, prepared.guide)
         used = {**params.to_json(), "max_tokens": prepared.max_new, "seed": prepared.seed,
                 "stop_token_ids": sorted(prepared.stop_ids)}
-        info: dict[str, Any] = {"backend": "local", "policy_version": self.version,
+        version = outputs[0].version if outputs else self.version
+        info: dict[str, Any] = {"backend": "local", "policy_version": version,
                                 "continued_from": prepared.continued, "batch_rows": batch.batch_rows,
                                 "timings": {"render_s": prepared.render_s, "queue_s": batch.queue_s,
                                             "generate_s": batch.generate_s}}
@@ -364,54 +422,21 @@ class LocalBackend:
         return entries
 
     async def aclose(self) -> None:
-        """Stop the batching task and its thread (the model stays loaded)."""
+        """Stop the batching task, its thread and the engine process (the model stays loaded; a later request
+        starts them again)."""
         await self._batcher.aclose()
+        await asyncio.to_thread(self.engine.close)
 
 
-class _DecodeSettings:
-    """torch's thread setting and Python's switch interval are process-wide: backends decoding at once share one
-    change and the last one out restores what was there before the first one in."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._threads: int | None = None  # the settings before the first user changed them (None: unchanged)
-        self._switch: float | None = None
-
-    @contextmanager
-    def using(self, threads: int, switch_s: float = 0.0) -> Iterator[None]:
-        """``threads`` torch threads (0: unchanged) and a switch interval of ``switch_s`` (0: unchanged)."""
-        import torch
-
-        if not threads and not switch_s:
-            yield
-            return
-        with self._lock:
-            self._users += 1
-            if threads:
-                self._threads = torch.get_num_threads() if self._threads is None else self._threads
-                torch.set_num_threads(threads)
-            if switch_s:
-                self._switch = sys.getswitchinterval() if self._switch is None else self._switch
-                sys.setswitchinterval(switch_s)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._users -= 1
-                if not self._users:
-                    if self._threads is not None:
-                        torch.set_num_threads(self._threads)
-                    if self._switch is not None:
-                        sys.setswitchinterval(self._switch)
-                    self._threads = self._switch = None
-
-
-_DECODING = _DecodeSettings()
 
 #: Constrained turns whose guides a :class:`LocalBackend` keeps for :meth:`LocalBackend.allowed_tokens` (a GRPO step
 #: of 64 ten-turn games holds 640).
 GUIDED_TURNS_KEPT = 16384
+
+
+def _device_type(model: Any) -> str:
+    device = getattr(model, "device", None)
+    return str(getattr(device, "type", "cpu"))
 
 
 def _turn_key(prompt: Sequence[int], completion: Sequence[int]) -> int:

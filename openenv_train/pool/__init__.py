@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, PoolStartTimeout, RayUnavailable
     from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
     from ._metrics import PoolMetrics
-    from ._policy import ChatPolicy, ModelReply, PolicyCallError
+    from ._policy import ChatPolicy, ModelReply, PolicyCallError, PolicyUnavailable
     from ._pool import RolloutPool
     from ._ray import start_private_ray
     from ._rows import Job, build_row
@@ -41,6 +41,7 @@ __all__ = [
     "ModelReply",
     "NoLiveActors",
     "PolicyCallError",
+    "PolicyUnavailable",
     "PoolClosed",
     "PoolConfig",
     "PoolError",
@@ -91,6 +92,7 @@ _LAZY = {
     "ChatPolicy": "._policy",
     "ModelReply": "._policy",
     "PolicyCallError": "._policy",
+    "PolicyUnavailable": "._policy",
     "RolloutPool": "._pool",
     "start_private_ray": "._ray",
     "Job": "._rows",

@@ -20,7 +20,7 @@ from ._config import PoolConfig
 from ._context import EpisodeContext
 from ._episode import EpisodeSpec
 from ._policy import ChatPolicy
-from ._rollout import Outcome, run_attempt
+from ._rollout import POLICY_RETRIED, Outcome, run_attempt
 from ._rows import Job, build_row
 from ._shards import ActorShards
 
@@ -99,7 +99,7 @@ class RolloutActor:
             self._idle.append((generation, client))
         else:  # the session may be mid-episode or broken: never reuse it
             await _close_quietly(client)
-            if outcome["status"] == "retry":
+            if outcome["status"] == "retry" and not _policy_failed(outcome):  # the env server may be dead
                 await self._heal(generation)
         outcome["server_restarts"] = self.server_restarts
         outcome["actor_pid"] = os.getpid()
@@ -230,6 +230,11 @@ class RolloutActor:
             await asyncio.to_thread(provider.process.wait, 1.0)
         if not provider.alive():
             await self._ensure_server()
+
+
+def _policy_failed(outcome: Outcome) -> bool:
+    """Whether an attempt to retry failed on the policy's side (the env server is fine: nothing to heal)."""
+    return (outcome.get("error") or {}).get("type") in {e.__name__ for e in POLICY_RETRIED}
 
 
 def _node_id() -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ChatPolicy", "ModelReply", "PolicyCallError"]
+__all__ = ["ChatPolicy", "ModelReply", "PolicyCallError", "PolicyUnavailable"]
 
 from ..policy import ChatClient, ChatTransportError, api_key_for, v1_url
 from ._errors import PoolError
@@ -13,6 +13,11 @@ from ._errors import PoolError
 
 class PolicyCallError(PoolError):
     """The policy endpoint failed or answered something that is not a chat completion."""
+
+
+class PolicyUnavailable(PolicyCallError):
+    """The policy endpoint answered 503: it could not serve the call now (e.g. its engine process died and was
+    replaced) and says a retry may succeed, so the pool plays the episode again."""
 
 
 @dataclass
@@ -55,6 +60,7 @@ class ChatPolicy:
 
         Raises:
             PolicyCallError: the call failed, timed out or was refused.
+            PolicyUnavailable: the endpoint answered 503 (worth a retry).
         """
         body: dict[str, Any] = {"model": self.model or "default", "messages": messages, **self.sampling, **(extra or {})}
         if tools:
@@ -64,6 +70,8 @@ class ChatPolicy:
             reply = await self._client.chat(body, api_key=key)
         except ChatTransportError as exc:
             raise PolicyCallError(f"policy call to {self.base_url} failed: {exc.kind}: {exc.detail}") from None
+        if reply.status == 503:
+            raise PolicyUnavailable(f"policy endpoint {self.base_url} answered 503: {reply.text[:300]}")
         if reply.status != 200:
             raise PolicyCallError(f"policy endpoint {self.base_url} answered {reply.status}: {reply.text[:300]}")
         data = reply.data

@@ -9,11 +9,14 @@ from typing import Any
 from ..core import CapacityError, ClientError, ServerStartError
 from ._agents import AgentLoop
 from ._context import EpisodeContext, Truncated
+from ._policy import PolicyUnavailable
 
-__all__ = ["INFRA_ERRORS", "Outcome", "run_attempt"]
+__all__ = ["INFRA_ERRORS", "POLICY_RETRIED", "Outcome", "run_attempt"]
 
 #: Failures of the env's side (session, connection, server): the client is replaced and the episode retried.
 INFRA_ERRORS: tuple[type[BaseException], ...] = (ClientError, ServerStartError, CapacityError, ConnectionError)
+#: Failures of the policy's side that a retry may get past (a 503: e.g. its engine process was replaced).
+POLICY_RETRIED: tuple[type[BaseException], ...] = (PolicyUnavailable,)
 
 #: What an actor returns for one attempt: ``status`` is "ok", "failed" (a row with ok=False) or "retry".
 Outcome = dict[str, Any]
@@ -39,7 +42,7 @@ async def run_attempt(agent: AgentLoop, ctx: EpisodeContext, *, timeout_s: float
         status = "retry" if retry_timeouts else "failed"
         error = {"type": "EpisodeTimeout", "message": f"the episode ran past episode_timeout_s={timeout_s:g}s "
                  f"after {len(ctx.steps)} steps; raise episode_timeout_s or lower max_turns"}
-    except INFRA_ERRORS as exc:
+    except (*INFRA_ERRORS, *POLICY_RETRIED) as exc:
         status, error = "retry", _error(exc)
     except Exception as exc:  # the agent or policy broke on this episode: a failed row, not a crash
         status, error = "failed", _error(exc)

@@ -142,12 +142,15 @@ async def test_a_tiny_model_decodes_on_one_thread_and_the_setting_comes_back(tin
 
     model, tokenizer = tiny
     seen: list[tuple[int, float]] = []
+    in_process = LocalBackend(model, tokenizer)  # the engine process decodes a tiny model on one thread too
+    assert in_process.engine.kind == "process" and in_process.engine.threads == 1
+    await in_process.aclose()
     hook = model.register_forward_pre_hook(lambda *_: seen.append((torch.get_num_threads(), sys.getswitchinterval())))
-    backend = LocalBackend(model, tokenizer)
+    backend = LocalBackend(model, tokenizer, config=LocalConfig(engine="thread"))  # the hook sees this process
     before = torch.get_num_threads(), sys.getswitchinterval()
     try:
         assert backend.decode_threads == 1
-        assert LocalBackend(model, tokenizer, config=LocalConfig(decode_threads=0)).decode_threads == 0
+        assert LocalBackend(model, tokenizer, config=LocalConfig(decode_threads=0, engine="thread")).decode_threads == 0
         await backend.chat(parse_chat_request({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}))
     finally:
         hook.remove()

@@ -79,3 +79,38 @@ def test_tool_agent_maps_tool_calls_to_mcp_tools(ray_local: Any) -> None:
         assert "hello pool" in str(row.steps[0].observation)
         assert len(row.trace.turns) == 2 and row.trace.turns[0].request["tools"]
         assert row.rollout_type == "eval"  # no token ids from this backend: not trainable
+
+
+def test_episodes_held_by_a_killed_engine_are_retried_and_written_once(ray_local: Any, tmp_path: Path) -> None:
+    """The engine process is killed (by its pid) once it has started decoding: the calls it held answer 503, the
+    pool plays those episodes again on the engine started in its place, and every episode gives one row."""
+    import os
+    import signal
+    import threading
+
+    from openenv_train.policy import LocalBackend, PolicyServer, build_tiny_model
+
+    capture = CaptureStore()
+    backend = LocalBackend(str(build_tiny_model(tmp_path / "tiny", seed=0)), model_id="tiny")
+    assert backend.engine.kind == "process"
+    killed: list[int] = []
+
+    def kill_once_decoding() -> None:
+        if backend.engine.decoding.wait(120):
+            killed.append(backend.engine.pid)
+            os.kill(killed[0], signal.SIGKILL)
+
+    watcher = threading.Thread(target=kill_once_decoding, daemon=True)
+    with PolicyServer(backend, capture=capture).run_in_thread() as server:
+        watcher.start()
+        with RolloutPool("wordle", server.base_url, capture=capture, num_actors=1, sessions_per_actor=4, max_turns=2,
+                         model="tiny", sampling={"max_tokens": 200, "temperature": 1.0, "seed": 0}) as pool:
+            rows = pool.run(make_groups(range(2), num_generations=2))
+            summary = pool.metrics.summary()
+        watcher.join(5)
+        assert killed and backend.engine.starts == 2 and backend.engine.pid != killed[0]
+    assert len(rows) == 4 and all(r.ok for r in rows), [r.error for r in rows]
+    assert sorted(r.episode_id for r in rows) == sorted({r.episode_id for r in rows})  # once each
+    assert summary["retries"] >= 1
+    assert all(t.completion_token_ids for r in rows for t in r.trace.turns)
+    assert len(capture) == 0

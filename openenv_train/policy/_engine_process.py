@@ -1,0 +1,330 @@
+"""A local backend's engine in a process of its own: the model decodes there, off the endpoint's GIL.
+
+The endpoint's process parses, renders and batches requests, streams and captures; each batch goes over a pipe
+to the engine process (:mod:`._engine_protocol`), which runs an :class:`~._engine_core.EngineCore`.
+
+- **Start.** Processes come from a forkserver (the endpoint's process has threads, so ``fork`` is unsafe) that
+  has imported torch, transformers and the model's module once: a new engine starts in tens of milliseconds
+  after the first. The model and tokenizer are sent by pickle with torch's shared-memory reductions.
+- **Live weights.** ``model.share_memory()`` moves the parameters and buffers into shared memory *in place*, so
+  the engine reads the very tensors a trainer's in-place optimizer step writes (no copy per step). Before each
+  batch the endpoint compares every tensor's storage with what it shared: an optimizer or a ``model.to()`` that
+  replaced a tensor restarts the engine over the model as it is now (:meth:`ProcessEngine.sync_weights` does it
+  on demand). A weights epoch (storages and in-place version counters) goes with the policy version, so the
+  engine's prefix cache is dropped when the endpoint sees the weights change.
+- **Faults.** The engine exits when the endpoint's end of the pipe closes (its parent died or closed it). If the
+  engine dies, the batch it held fails with :class:`~._errors.EngineUnavailable` (503) and a new engine is started
+  at once for the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+import types
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from ._engine_core import CoreSettings, EngineCore, PrefixStats
+from ._engine_protocol import (
+    Batch,
+    BatchInFlight,
+    Cancel,
+    Done,
+    EngineStreams,
+    GuideSender,
+    GuideStore,
+    Hello,
+    Setup,
+    Started,
+    Tokens,
+    wire_rows,
+)
+from ._errors import BackendFailed, EngineUnavailable
+from ._generation import Row, RowOutput
+
+__all__ = ["ProcessEngine", "serve_engine"]
+
+log = logging.getLogger("openenv_train.policy")
+
+#: Modules the forkserver imports once, so that engines forked from it start without importing them.
+_PRELOAD = ["torch", "transformers", "openenv_train.policy._engine_process", "openenv_train.policy._llama_decode",
+            "transformers.models.qwen2.modeling_qwen2", "transformers.models.llama.modeling_llama"]
+
+
+class ProcessEngine:
+    """The endpoint's handle on an engine process: start, run batches, restart, close.
+
+    Batches are run one at a time (from the batcher's worker thread); :meth:`close` may come from any thread.
+
+    Args:
+        model: The model (on the CPU); its parameters and buffers are moved to shared memory in place.
+        tokenizer: Its tokenizer (a copy goes to the engine).
+        settings: The core's settings.
+        start_timeout_s: How long a new engine may take to say it is ready.
+    """
+
+    kind = "process"
+
+    def __init__(self, model: Any, tokenizer: Any, settings: CoreSettings, *, start_timeout_s: float = 300.0) -> None:
+        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        self.start_timeout_s = start_timeout_s
+        self.pid: int | None = None
+        """The engine process's id (None before the first start)."""
+        self.threads = 0
+        """torch threads the engine runs with (as it reported)."""
+        self.starts = 0
+        """Engines started so far (the first, then one per restart)."""
+        self.batches_started = 0
+        """Batches the engine reported it began decoding."""
+        self.decoding = threading.Event()
+        """Set while the engine decodes a batch (from its report that it started until the batch's end)."""
+        self.prefix_cache: PrefixStats | None = PrefixStats() if settings.prefix_bytes else None
+        """The engine's prefix cache counters after its last batch (None when the cache is off)."""
+        self._lock = threading.RLock()  # one batch, start or restart at a time
+        self._send_lock = threading.Lock()  # close() may send while a batch waits for its answer
+        self._process: Any = None
+        self._conn: Any = None
+        self._ids = itertools.count()
+        self._shared: list[int] = []  # each tensor's data_ptr when it was shared
+        self._weights_key: Any = None
+        self._epoch = 0
+        self._guides = GuideSender()
+        self._closing = False  # close() ended the engine: a batch that loses it does not start another
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the engine (or a new one in place of a dead or stale one).
+
+        Raises:
+            BackendFailed: the engine could not be started (its error says why).
+        """
+        with self._lock:
+            self._stop()
+            self._closing = False
+            import torch.multiprocessing  # noqa: F401  (registers the shared-memory reductions with pickle)
+
+            context = multiprocessing.get_context("forkserver")
+            module = type(self.model).__module__
+            context.set_forkserver_preload(list(dict.fromkeys([*_PRELOAD, module])))  # no effect once it runs
+            self.model.share_memory()
+            self._shared = [t.data_ptr() for t in _tensors(self.model)]
+            ours, theirs = context.Pipe()
+            process = context.Process(target=serve_engine, args=(theirs,), name="policy-engine", daemon=True)
+            with _main_hidden():
+                process.start()
+            theirs.close()  # the engine holds its end: its death shows here as the end of the pipe
+            self._process, self._conn = process, ours
+            try:
+                with warnings.catch_warnings():  # a trainer's gradient hooks stay here: the engine runs no backward
+                    warnings.filterwarnings("ignore", message="backward hook", category=UserWarning)
+                    ours.send(Setup(self.model, self.tokenizer, self.settings))
+                if not ours.poll(self.start_timeout_s):
+                    raise TimeoutError(f"no answer within {self.start_timeout_s:g}s")
+                hello = ours.recv()
+            except Exception as exc:
+                code = self._stop()
+                raise BackendFailed(f"the engine process could not be started ({type(exc).__name__}: {exc}; exit "
+                                    f"code {code}); serve with LocalConfig(engine='thread') to decode in this "
+                                    "process") from None
+            assert isinstance(hello, Hello)
+            self.pid, self.threads = hello.pid, hello.threads
+            self._guides.resend()
+            self.starts += 1
+
+    def close(self) -> None:
+        """Stop the engine (a later :meth:`run` starts a new one)."""
+        process, conn = self._process, self._conn
+        if process is None:
+            return
+        self._closing = True
+        with self._send_lock:
+            try:
+                conn.send(None)  # the engine exits at once, mid-batch or not
+            except (OSError, ValueError):
+                pass
+        process.join(5.0)
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> int | None:
+        """Kill and reap the current engine, if any; its exit code."""
+        process, conn, self._process, self._conn = self._process, self._conn, None, None
+        self.decoding.clear()
+        if conn is not None:
+            conn.close()
+        if process is None:
+            return None
+        if process.is_alive():
+            process.kill()
+        process.join()
+        return process.exitcode  # type: ignore[no-any-return]
+
+    def sync_weights(self) -> None:
+        """Restart the engine over the model's tensors as they are now (after an optimizer or a ``load`` that
+        replaced tensors instead of writing into them; :meth:`run` does this by itself when it sees it)."""
+        with self._lock:
+            self.start()
+
+    # -- batches -----------------------------------------------------------------------------------
+    def run(self, rows: list[Row], version: Any = None) -> list[RowOutput]:
+        """Decode a batch in the engine; streamed rows get their tokens as the engine samples them.
+
+        Raises:
+            EngineUnavailable: the engine died while it held the batch (a new one has been started).
+            Exception: what the model raised on the batch.
+        """
+        with self._lock:
+            if self._process is None or not self._process.is_alive() or self._moved():
+                self.start()
+            batch_id = next(self._ids)
+            wired, streamed, guides = wire_rows(rows, self._guides)
+            flight = BatchInFlight.of(batch_id, rows)
+            try:
+                self._send(Batch(batch_id, wired, streamed, (version, self._epoch), guides,
+                                 self._guides.forgotten()))
+                return self._receive(flight)
+            except (EOFError, OSError) as exc:
+                raise self._lost(exc) from None
+            finally:
+                self.decoding.clear()
+
+    def _receive(self, flight: BatchInFlight) -> list[RowOutput]:
+        while True:
+            message = self._conn.recv()
+            if isinstance(message, Tokens):
+                cancel = flight.tokens(message)
+                if cancel is not None:
+                    self._send(cancel)
+            elif isinstance(message, Started):
+                self.batches_started += 1
+                self.decoding.set()
+            elif isinstance(message, Done):
+                if message.stats is not None:
+                    self.prefix_cache = message.stats
+                if message.error is not None:
+                    self._guides.resend()
+                    raise message.error
+                assert message.outputs is not None
+                return message.outputs
+
+    def _send(self, message: Any) -> None:
+        with self._send_lock:
+            self._conn.send(message)
+
+    def _lost(self, exc: BaseException) -> EngineUnavailable:
+        """The engine died holding a batch: reap it, start a new one, and say so."""
+        pid = self.pid
+        code = self._stop()
+        how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        if self._closing:
+            return EngineUnavailable(f"the model's engine process (pid {pid}) was closed while decoding this request")
+        try:
+            self.start()
+            now = f"a new engine (pid {self.pid}) was started; send the request again"
+        except BackendFailed as failed:
+            now = f"no new engine could be started: {failed.message}"
+        log.error("the policy engine process (pid %s) died while decoding a batch (%s); %s", pid, how, now)
+        return EngineUnavailable(f"the model's engine process (pid {pid}) died while decoding this request ({how}); "
+                                 f"{now}")
+
+    def _moved(self) -> bool:
+        """Whether a tensor was replaced since it was shared (then the engine is restarted); counts in-place
+        changes into the weights epoch (then the engine drops its prefix cache)."""
+        tensors = _tensors(self.model)
+        if [t.data_ptr() for t in tensors] != self._shared:
+            log.info("the served model's tensors were replaced (not written in place): restarting its engine over "
+                     "the new ones")
+            return True
+        key = tuple(t._version for t in tensors)
+        if key != self._weights_key:
+            self._weights_key, self._epoch = key, self._epoch + 1
+        return False
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a process without the parent's ``__main__``: multiprocessing would run the parent's script (or
+    notebook) again in the engine, which needs nothing from it."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _tensors(model: Any) -> list[Any]:
+    return [*model.parameters(), *model.buffers()]
+
+
+def serve_engine(conn: Any) -> None:
+    """The engine process: set up from the first message, then decode batches until the pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the endpoint's to handle; the engine follows it
+    setup = conn.recv()
+    assert isinstance(setup, Setup)
+    core = EngineCore(setup.model, setup.tokenizer, setup.settings)
+    import torch
+
+    if setup.settings.threads:
+        torch.set_num_threads(setup.settings.threads)
+    conn.send(Hello(os.getpid(), torch.get_num_threads()))
+    guides = GuideStore(core.guide_for)
+    batches: queue.SimpleQueue[Batch] = queue.SimpleQueue()
+    current: list[EngineStreams] = []  # the batch decoding now, for cancellations
+
+    def receive() -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                message = None
+            if message is None:  # the endpoint closed us or died: nothing is waiting for what we would send
+                os._exit(0)
+            if isinstance(message, Cancel):
+                for streams in list(current):
+                    streams.cancel(message)
+            else:
+                batches.put(message)
+
+    threading.Thread(target=receive, name="engine-receive", daemon=True).start()
+    while True:
+        batch = batches.get()
+        streams = EngineStreams(batch)
+        current[:] = [streams]
+        conn.send(Started(batch.batch_id))
+
+        def flush(streams: EngineStreams = streams) -> None:
+            tokens = streams.take()
+            if tokens is not None:
+                conn.send(tokens)
+
+        try:
+            guides.forget(batch.forget)
+            rows = [dataclasses.replace(row, guide=guides.guide(ref)) if ref is not None else row
+                    for row, ref in zip(streams.rows(batch.rows), batch.guides, strict=True)]
+            outputs = core.run(rows, batch.version, on_step=flush if batch.streamed else None)
+            done = Done(batch.batch_id, outputs, stats=core.stats())
+        except Exception as exc:  # the model failed on the batch: the endpoint retries its jobs one by one
+            done = Done(batch.batch_id, error=_sendable(exc), stats=core.stats())
+        current.clear()
+        conn.send(done)
+
+
+def _sendable(exc: Exception) -> Exception:
+    """``exc`` if it pickles, else a RuntimeError with its text."""
+    try:
+        pickle.dumps(exc)
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
