@@ -5,6 +5,8 @@
   ``PolicyServer`` (``LocalBackend``) in this process.
 - ``ours_thread``: the same with the model decoding in this process (``LocalConfig(engine="thread")``), as before
   the engine process.
+- ``ours_overlap``: ``ours`` with ``make_rollout_func(overlap=True)`` under ``grpo_trainer_class()``'s trainer: the
+  next step's games play while this step trains (one step off-policy).
 - ``ours_nocache``: the same with ``LocalBackend``'s prefix cache off (every turn prefills the whole
   conversation again); ``ours_before``: also with torch's thread setting while decoding and the batcher's plain
   5 ms window, i.e. the serving path before those three changes (``LocalConfig(prefix_cache_mb=0,
@@ -25,10 +27,14 @@ from its own ``profiling_context`` timers (``transformers.generate``, the reward
 env class's methods; on our path generation and env steps overlap (episodes run concurrently), so they are one
 figure, ``rollout``. ``optimizer`` is the rest of the step (loss, backward, optimizer step). ``turns`` (model turns
 a game) and ``tokens`` (completion tokens a game, TRL's ``completions/mean_length``) say whether the paths played
-the same games: a gap in them is a gap in work, not in speed::
+the same games: a gap in them is a gap in work, not in speed. ``cores`` is how many of the machine's cores were busy
+during a step on average (all processes, from ``/proc/stat``): a step that keeps every core busy cannot be made
+faster by running its parts at the same time, only by less work. Under ``ours_overlap`` the ``rollout`` column is
+the wait for the games played during the step before::
 
     python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--json out.json]
-                                   [--modes ours ours_thread ours_nocache ours_before trl_env trl_single]
+                                   [--modes ours ours_overlap ours_thread ours_nocache ours_before trl_env
+                                            trl_single]
 """
 
 from __future__ import annotations
@@ -164,16 +170,29 @@ def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _machine_cpu() -> tuple[int, int] | None:
+    """(busy, all) jiffies of the whole machine so far (Linux), to tell how many cores a step kept busy."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def _step_timer(steps: list[dict[str, float]]) -> Any:
     from transformers import TrainerCallback
 
     class Timer(TrainerCallback):  # type: ignore[misc]
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             TIMES.clear()
-            self.start = time.perf_counter()
+            self.start, self.cpu = time.perf_counter(), _machine_cpu()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            steps.append({"step": time.perf_counter() - self.start, **TIMES})
+            now, cpu = time.perf_counter(), _machine_cpu()
+            busy = {"cores_busy": (cpu[0] - self.cpu[0]) / (cpu[1] - self.cpu[1]) * (os.cpu_count() or 1)} \
+                if cpu and self.cpu and cpu[1] > self.cpu[1] else {}
+            steps.append({"step": now - self.start, **TIMES, **busy})
 
     return Timer()
 
@@ -206,6 +225,7 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
     measured: list[dict[str, float]] = []
     cleanup: list[Callable[[], None]] = []
     kwargs: dict[str, Any] = {}
+    trainer_class: type = GRPOTrainer
     if mode.startswith("ours"):
         from openenv_train.integrations.trl import field_reward, make_rollout_func
         from openenv_train.policy import LocalConfig, PolicyServer, ScriptedBackend
@@ -219,10 +239,12 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
                            config=PoolConfig(num_actors=args.actors, sessions_per_actor=args.sessions, max_turns=10,
                                              ray_num_cpus=2, run_id="bench")).start()
         cleanup += [pool.close, server.close]
-        local = {"ours": LocalConfig(), "ours_thread": LocalConfig(engine="thread"),
+        local = {"ours": LocalConfig(), "ours_overlap": LocalConfig(), "ours_thread": LocalConfig(engine="thread"),
                  "ours_nocache": LocalConfig(prefix_cache_mb=0),
                  "ours_before": LocalConfig(prefix_cache_mb=0, decode_threads=0, batch_wait_fraction=0)}[mode]
-        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens, local=local)
+        rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens, local=local,
+                                    overlap=mode == "ours_overlap")
+        cleanup.insert(0, rollout.close)
 
         def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
             cache = getattr(rollout.runner, "backend", None) and rollout.runner.backend.prefix_cache
@@ -239,6 +261,10 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
             return out
 
         kwargs = {"rollout_func": _timed("rollout", rollout_func), "reward_funcs": [field_reward("env")]}
+        if mode == "ours_overlap":
+            from openenv_train.integrations.trl import grpo_trainer_class
+
+            trainer_class, kwargs["allowed_from"] = grpo_trainer_class(), rollout
         dataset = datasets.Dataset.from_dict({"prompt": [json.dumps({"task": w}) for w in words * 64]})
     elif mode == "trl_env":
         cls = _env_class()
@@ -253,8 +279,8 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
         kwargs = {"reward_funcs": [guessed]}
         dataset = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": PROMPT}]} for _ in words * 64])
     try:
-        trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
-                              callbacks=[_step_timer(measured)], **kwargs)
+        trainer = trainer_class(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
+                                callbacks=[_step_timer(measured)], **kwargs)
         trainer._generate_and_score_completions = _timed("generate_and_score", trainer._generate_and_score_completions)
         trainer._calculate_rewards = _timed("reward", trainer._calculate_rewards)
         generate_turn = trainer._generate_single_turn
@@ -284,7 +310,7 @@ def _summary(steps: list[dict[str, float]], games: int) -> dict[str, Any]:
     rollout = med("rollout") or (generate + med("env"))
     return {"games": games, "step_s": step, "rollout_s": rollout, "generation_s": generate or None,
             "env_s": med("env") or None, "reward_s": med("reward"), "other_rollout_s": gas - rollout - med("reward"),
-            "optimizer_s": step - gas, "steps": len(steps),
+            "optimizer_s": step - gas, "steps": len(steps), "cores_busy": med("cores_busy") or None,
             "model_turns_per_game": med("turns") or (med("turn_rows") / games) or None,
             "reused_prompt_tokens_per_game": med("reused") or None, "batches": med("batches") or None,
             **{f"call_{k}": med(f"call_{k}") or None for k in ("render_s", "queue_s", "generate_s", "total_s")}}
@@ -294,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
     parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
-    modes = ["ours", "ours_thread", "ours_nocache", "ours_before", "trl_env", "trl_single"]
+    modes = ["ours", "ours_overlap", "ours_thread", "ours_nocache", "ours_before", "trl_env", "trl_single"]
     parser.add_argument("--modes", nargs="+", default=modes, choices=modes)
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=1024)
@@ -317,14 +343,15 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
                 print(json.dumps(result), flush=True)
     print(f"\n{'games':>5} {'mode':<11} {'step s':>7} {'rollout':>8} {'gen':>6} {'env':>6} {'reward':>7} "
-          f"{'other':>6} {'optim':>6} {'turns':>6} {'tokens':>7} {'vs trl_env':>10}")
+          f"{'other':>6} {'optim':>6} {'turns':>6} {'tokens':>7} {'cores':>6} {'vs trl_env':>10}")
     for r in results:
         ref = next((x for x in results if x["mode"] == "trl_env" and x["games"] == r["games"]), None)
         ratio = f"{ref['step_s'] / r['step_s']:.2f}x" if ref else "-"
         cell = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
         print(f"{r['games']:>5} {r['mode']:<11} {r['step_s']:>7.3f} {r['rollout_s']:>8.3f} {cell(r['generation_s']):>6} "
               f"{cell(r['env_s']):>6} {r['reward_s']:>7.3f} {r['other_rollout_s']:>6.3f} {r['optimizer_s']:>6.3f} "
-              f"{cell(r['model_turns_per_game']):>6} {r['completion_tokens']:>7.1f} {ratio:>10}")
+              f"{cell(r['model_turns_per_game']):>6} {r['completion_tokens']:>7.1f} {cell(r['cores_busy']):>6} "
+              f"{ratio:>10}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     return 0

@@ -12,6 +12,8 @@ to the engine process (:mod:`._engine_protocol`), which runs an :class:`~._engin
   replaced a tensor restarts the engine over the model as it is now (:meth:`ProcessEngine.sync_weights` does it
   on demand). A weights epoch (storages and in-place version counters) goes with the policy version, so the
   engine's prefix cache is dropped when the endpoint sees the weights change.
+- **Hooks.** Module hooks that do not pickle are left out of the engine's copy (a trainer's: gradient
+  checkpointing's input hook is a local function); the engine runs no backward and needs none of them.
 - **Faults.** The engine exits when the endpoint's end of the pipe closes (its parent died or closed it). If the
   engine dies, the batch it held fails with :class:`~._errors.EngineUnavailable` (503) and a new engine is started
   at once for the next one.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import itertools
 import logging
 import multiprocessing
@@ -33,6 +36,7 @@ import threading
 import types
 import warnings
 from collections.abc import Iterator
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from ._engine_core import CoreSettings, EngineCore, PrefixStats
@@ -54,6 +58,11 @@ from ._errors import BackendFailed, EngineUnavailable
 from ._generation import Row, RowOutput
 
 __all__ = ["ProcessEngine", "serve_engine"]
+
+#: The hook tables of a ``torch.nn.Module`` that may hold a trainer's functions.
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
 
 log = logging.getLogger("openenv_train.policy")
 
@@ -128,7 +137,7 @@ class ProcessEngine:
             try:
                 with warnings.catch_warnings():  # a trainer's gradient hooks stay here: the engine runs no backward
                     warnings.filterwarnings("ignore", message="backward hook", category=UserWarning)
-                    ours.send(Setup(self.model, self.tokenizer, self.settings))
+                    ours.send_bytes(_setup_bytes(Setup(self.model, self.tokenizer, self.settings)))
                 if not ours.poll(self.start_timeout_s):
                     raise TimeoutError(f"no answer within {self.start_timeout_s:g}s")
                 hello = ours.recv()
@@ -328,3 +337,25 @@ def _sendable(exc: Exception) -> Exception:
     except Exception:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
     return exc
+
+
+def _setup_bytes(setup: Setup) -> bytes:
+    """``setup`` pickled as a pipe's ``send`` would (torch's shared-memory reductions), with every module hook
+    table that does not pickle sent empty instead."""
+    unpicklable: set[int] = set()
+    for module in setup.model.modules():
+        for name in _HOOK_TABLES:
+            table = getattr(module, name, None)
+            if table:
+                try:
+                    pickle.dumps(table)
+                except Exception:
+                    unpicklable.add(id(table))
+
+    class _Pickler(ForkingPickler):
+        def reducer_override(self, obj: Any) -> Any:
+            return (type(obj), ()) if id(obj) in unpicklable else NotImplemented
+
+    buffer = io.BytesIO()
+    _Pickler(buffer, pickle.HIGHEST_PROTOCOL).dump(setup)
+    return buffer.getvalue()

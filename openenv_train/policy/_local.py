@@ -150,6 +150,9 @@ class LocalBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
         self.version: int | None = None
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
+        self.weights_lock = threading.Lock()
+        """Held while a batch decodes. A trainer that writes the weights in place while batches decode (GRPO's
+        overlapped rollouts) holds it during the write, so every batch decodes with one version of the weights."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
         self._guides: Any = None  # GuideCache, built on the first constrained request
         self._guided: OrderedDict[int, Any] = OrderedDict()  # key of (prompt, completion) -> its guide
@@ -215,8 +218,9 @@ class LocalBackend:
         return 1 if self._small and _device_type(self.model) == "cpu" else 0
 
     def _generate(self, rows: list[Any]) -> list[Any]:
-        version = self.version  # what this batch decodes with; a trainer may set the next one meanwhile
-        outputs = self.engine.run(rows, version)
+        with self.weights_lock:
+            version = self.version  # what this batch decodes with; a trainer may set the next one meanwhile
+            outputs = self.engine.run(rows, version)
         for out in outputs:
             out.version = version
         self.rows_cut += sum(out.cut for out in outputs)

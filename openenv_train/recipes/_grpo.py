@@ -61,6 +61,10 @@ class GRPOSection:
     """Tokens the model may write per turn."""
     save_steps: int = 10
     """Checkpoint every this many steps (and at the end)."""
+    overlap: bool = False
+    """Play the next step's games while this step trains (one step off-policy: each step trains on games begun
+    with the previous step's weights; the loss's importance ratio is taken against the captured sampling logprobs,
+    which corrects for the lag). Needs the model served from an engine process (a CPU model) and no ``use_vllm``."""
     use_vllm: bool = False
     """Generate with a ``trl vllm-serve`` server (GPU) that the trainer keeps in sync; see ``vllm_url``."""
     vllm_url: str = "http://127.0.0.1:8000"
@@ -76,6 +80,9 @@ class GRPOSection:
 
         if self.credit not in CREDITS:
             raise ValueError(f"grpo.credit must be one of {', '.join(CREDITS)}, got {self.credit!r}")
+        if self.overlap and self.use_vllm:
+            raise ValueError("grpo.overlap plays games with the trainer's own model; it cannot go with grpo.use_vllm "
+                             "(set one of them to false)")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
@@ -109,7 +116,7 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
-                                agent_temperature=g.credit == "branch")
+                                agent_temperature=g.credit == "branch", overlap=g.overlap)
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -117,7 +124,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
         check_games(rollout.last_rows, f"GRPO step {trainer.state.global_step + 1}", out)
         each = [per_row(row) for row in rollout.last_rows]
         means = {k: sum(m[k] for m in each) / len(each) for k in each[0]}
-        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means,
+        lag = {"staleness": sum(rollout.last_staleness) / len(rollout.last_staleness)} if g.overlap else {}
+        metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means, **lag,
                        "failed": sum(not r.ok for r in rollout.last_rows)})
         line.update(values=means)
         return fields

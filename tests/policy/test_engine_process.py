@@ -208,3 +208,20 @@ async def test_closing_a_backend_mid_batch_stops_its_engine_without_starting_ano
         await held
     await _until(lambda: not _alive(pid), "the engine to exit")
     assert backend.engine.starts == 1 and backend.engine._process is None
+
+
+async def test_a_trainers_unpicklable_hooks_stay_out_of_the_engine(tiny: tuple[Any, Any]) -> None:
+    """Gradient checkpointing's input hook (a local function) does not pickle; the engine gets the model without
+    it and decodes as this process does, and the model here keeps it."""
+    model, tokenizer = tiny
+    model.enable_input_require_grads()
+    hooks = dict(model.get_input_embeddings()._forward_hooks)
+    there = LocalBackend(model, tokenizer, config=LocalConfig(engine="process"))
+    here = LocalBackend(model, tokenizer, config=LocalConfig(engine="thread"))
+    try:
+        assert hooks and dict(model.get_input_embeddings()._forward_hooks) == hooks
+        assert await _answers(there, BODIES[:2]) == await _answers(here, BODIES[:2])
+    finally:
+        await there.aclose()
+        await here.aclose()
+        model.disable_input_require_grads()

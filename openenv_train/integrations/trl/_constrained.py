@@ -108,6 +108,9 @@ def grpo_trainer_class(base: type | None = None) -> type:
     :func:`~openenv_train.integrations.trl.turn_advantages`) or ``branch`` (each group's first episode is a
     reference, the others explored the turns with a reward: :func:`~openenv_train.integrations.trl.
     branch_advantages`).
+
+    With ``make_rollout_func(overlap=True)`` the trainer hands the rollout each next batch before generating and
+    trains on the one played meanwhile (one step off-policy; the sampling logprobs as the old policy correct for it).
     """
     if base is None:
         from trl import GRPOTrainer as base
@@ -125,10 +128,18 @@ def grpo_trainer_class(base: type | None = None) -> type:
             super().__init__(*args, **kwargs)
             self.allowed_from = allowed_from if allowed_from is not None else self.rollout_func
             self.credit, self.turn_reward_weight = credit, turn_reward_weight
+            self.overlap = bool(getattr(self.allowed_from, "overlap", False))
+            if self.overlap:
+                if self.use_vllm:
+                    raise ValueError("overlapped rollouts (make_rollout_func(overlap=True)) serve the trainer's own "
+                                     "model; with use_vllm TRL syncs a vLLM server at each generation instead")
+                self.add_callback(self.allowed_from.weight_writes())
 
         def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
             # the reference (and any old-policy) logprobs TRL computes here, after the rollout, are masked too
             self._generating = True
+            if self.overlap:  # the batch played while the last step trained; this one plays during this step
+                inputs = self.allowed_from.next_inputs(inputs)
             try:
                 out = super()._generate_and_score_completions(inputs)
             finally:

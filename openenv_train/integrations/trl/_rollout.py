@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
@@ -157,6 +158,9 @@ class TrlRolloutFunc:
         last_turns: per row of the latest call, (first, end, reward) of each model turn (empty without
             ``turn_rewards``), for the trainer's turn-level advantages.
         runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
+        overlap: the next batch's episodes play while the trainer trains on this one (see :func:`make_rollout_func`).
+        last_staleness: with ``overlap``, per row of the latest call, optimizer steps between the weights its
+            episode began with and the weights it trains (0 or 1).
     """
 
     def __init__(self, env: str | PoolFactory, *, agent: AgentLoop | None, config: PoolConfig | None,
@@ -164,8 +168,8 @@ class TrlRolloutFunc:
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
                  policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
                  local: LocalConfig | None = None, turn_rewards: TurnRewards | None = None,
-                 agent_temperature: bool = False) -> None:
-        self.turn_rewards, self.agent_temperature = turn_rewards, agent_temperature
+                 agent_temperature: bool = False, overlap: bool = False) -> None:
+        self.turn_rewards, self.agent_temperature, self.overlap = turn_rewards, agent_temperature, overlap
         self.env, self.agent, self.config, self.writer, self.local = env, agent, config, writer, local
         self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
         self.tokenizer: Any = None
@@ -176,6 +180,10 @@ class TrlRolloutFunc:
         self.last_turns: list[list[tuple[int, int, float | None]]] = []
         self.calls = 0
         self._last_step, self._step_calls = -1, 0
+        self.last_staleness: list[int] = []
+        self._next: list[Any] | None = None  # overlap: the trainer's inputs to play while it trains
+        self._pending: tuple[list[Any], Future[list[TraceRow]]] | None = None  # overlap: (inputs, their rows)
+        self._background: ThreadPoolExecutor | None = None
         self.__name__ = "openenv_rollout"
 
     def _build(self, trainer: Any) -> Any:
@@ -215,16 +223,21 @@ class TrlRolloutFunc:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         if self.runner is None:
             self.runner = self._build(trainer)
+            if self.overlap:
+                self._check_overlap()
         step = int(trainer.state.global_step)
         self._step_calls = self._step_calls + 1 if step == self._last_step else 0
         self._last_step = step
-        self.runner.backend.version = step
         num_generations = int(getattr(trainer, "num_generations", None) or trainer.args.num_generations)
         if num_generations < 1 or len(prompts) % num_generations:
             raise ValueError(f"rollout_func got {len(prompts)} prompts, not a multiple of num_generations="
                              f"{num_generations}: make per_device_train_batch_size * gradient_accumulation_steps "
                              "(times the number of processes) a multiple of num_generations")
-        rows = self.runner.run(self.specs(prompts, num_generations, step))
+        if self.overlap:
+            rows = self._overlapped(prompts, trainer, num_generations, step)
+        else:
+            self.runner.backend.version = step
+            rows = self.runner.run(self.specs(prompts, num_generations, step))
         self.calls += 1
         self.last_rows = rows
         extra = None
@@ -240,11 +253,87 @@ class TrlRolloutFunc:
                               fallback_prompt_ids=[_render(tokenizer, p) for p in prompts],
                               max_completion_length=limit)
 
+    def next_inputs(self, inputs: list[Any]) -> list[Any]:
+        """With ``overlap``: note ``inputs`` (the trainer's next batch) as the episodes to play while this step trains,
+        and return the batch this step trains on instead: the one noted at the previous step (at the first step,
+        ``inputs`` themselves, which are then played twice). :func:`~openenv_train.integrations.trl.
+        grpo_trainer_class`'s trainer calls it before each generation, so its reward functions and logs see the
+        prompts of the episodes they score."""
+        current = self._pending[0] if self._pending is not None else None
+        self._next = list(inputs)
+        return current if current is not None else list(inputs)
+
+    def _check_overlap(self) -> None:
+        if getattr(getattr(self.runner.backend, "engine", None), "kind", None) != "process":
+            raise ValueError("overlap needs the trainer's model served from an engine process (LocalBackend with "
+                             "LocalConfig(engine='process'), a model on the CPU): a model decoding in the trainer's "
+                             "process would be switched to eval mode and share its GIL while the trainer trains")
+
+    def _overlapped(self, prompts: list[Any], trainer: Any, num_generations: int, step: int) -> list[TraceRow]:
+        if self._next is None:
+            raise ValueError("overlap=True needs grpo_trainer_class()'s trainer: it hands the rollout the next "
+                             "batch's prompts (TrlRolloutFunc.next_inputs) before each generation")
+        if self._pending is None:
+            self.runner.backend.version = step
+            rows = self.runner.run(self.specs(prompts, num_generations, step))
+        else:
+            played, future = self._pending
+            if _prompts(played) != prompts:
+                raise RuntimeError("overlap: the trainer asked for other prompts than the ones played for this step")
+            rows = future.result()
+        self._pending = None
+        self.last_staleness = [max(0, step - int(r.policy.version)) if r.policy.version is not None else 0
+                               for r in rows]
+        if step + 1 < int(trainer.args.max_steps):  # no batch is played that no step would train on
+            if self._background is None:
+                self._background = ThreadPoolExecutor(1, thread_name_prefix="rollout-overlap")
+            nxt, self._next = self._next, None
+            # its ids name the step that will train on it; its policy version is the weights it begins with
+            specs = self.specs(_prompts(nxt), num_generations, step + 1)
+            self._pending = (nxt, self._background.submit(self.runner.run, specs))
+        return rows
+
+    def weight_writes(self) -> Any:
+        """A ``TrainerCallback`` for ``overlap``: holds the serving backend's ``weights_lock`` while the optimizer
+        writes the weights (a batch decodes with one version of them) and sets the backend's version to the new
+        step after each write."""
+        from transformers import TrainerCallback
+
+        rollout = self
+
+        class _WeightWrites(TrainerCallback):  # type: ignore[misc]
+            held: Any = None
+
+            def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                lock = getattr(getattr(rollout.runner, "backend", None), "weights_lock", None)
+                if lock is not None:
+                    lock.acquire()
+                    self.held = lock
+
+            def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if self.held is not None:
+                    rollout.runner.backend.version = state.global_step + 1
+                    self.held, held = None, self.held
+                    held.release()
+
+        return _WeightWrites()
+
     def close(self) -> None:
-        """Stop the env server(s) and the policy endpoint."""
+        """Stop the env server(s) and the policy endpoint (after the episodes still playing, if any)."""
+        if self._pending is not None:
+            self._pending[1].exception()  # its rows are written; nothing trains on them
+            self._pending = None
+        if self._background is not None:
+            self._background.shutdown()
+            self._background = None
         if self.runner is not None:
             self.runner.close()
             self.runner = None
+
+
+def _prompts(inputs: Sequence[Any]) -> list[Any]:
+    """The prompts TRL hands ``rollout_func`` for a batch of dataset rows."""
+    return [x["prompt"] for x in inputs]
 
 
 def _render(tokenizer: Any, prompt: Any) -> list[int]:
@@ -258,7 +347,8 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       rubric: Callable[[TraceRow], Any] | None = None, per_turn_tokens: int | None = None,
                       policy_server: Any = None, episode_prefix: str = "",
                       policy_url: str | None = None, local: LocalConfig | None = None,
-                      turn_rewards: TurnRewards | None = None, agent_temperature: bool = False) -> TrlRolloutFunc:
+                      turn_rewards: TurnRewards | None = None, agent_temperature: bool = False,
+                      overlap: bool = False) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -304,4 +394,4 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
                           policy_url=policy_url, local=local, turn_rewards=turn_rewards,
-                          agent_temperature=agent_temperature)
+                          agent_temperature=agent_temperature, overlap=overlap)
