@@ -205,8 +205,9 @@ class TrlRolloutFunc:
         return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
                            policy_url=self.policy_url, local=self.local, agent_temperature=self.agent_temperature)
 
-    def specs(self, prompts: Sequence[Any], num_generations: int, step: int) -> list[EpisodeSpec]:
-        """One episode per prompt; each run of ``num_generations`` is a group with one seed."""
+    def specs(self, prompts: Sequence[Any], num_generations: int, step: int, tag: str = "") -> list[EpisodeSpec]:
+        """One episode per prompt; each run of ``num_generations`` is a group with one seed (``tag`` marks the ids
+        of a batch played out of the usual order)."""
         specs = []
         for i, prompt in enumerate(prompts):
             group = i // num_generations
@@ -216,7 +217,7 @@ class TrlRolloutFunc:
                 key = json.dumps(prompts[group * num_generations], sort_keys=True, default=str)
                 seed = zlib.crc32(f"{step}:{group}:{key}".encode())
             # step and call within the step name the episode, so a run resumed at a step skips written rows
-            group_id = f"{self.episode_prefix}s{step}-c{self._step_calls}-g{group}"
+            group_id = f"{self.episode_prefix}s{step}-c{self._step_calls}{tag}-g{group}"
             specs.append(EpisodeSpec(f"{group_id}-{i % num_generations}", task, int(seed), group_id))
         return specs
 
@@ -273,9 +274,9 @@ class TrlRolloutFunc:
         if self._next is None:
             raise ValueError("overlap=True needs grpo_trainer_class()'s trainer: it hands the rollout the next "
                              "batch's prompts (TrlRolloutFunc.next_inputs) before each generation")
-        if self._pending is None:
+        if self._pending is None:  # the first step (of a run or a resumed one): played now, under ids of its own
             self.runner.backend.version = step
-            rows = self.runner.run(self.specs(prompts, num_generations, step))
+            rows = self.runner.run(self.specs(prompts, num_generations, step, "-now"))
         else:
             played, future = self._pending
             if _prompts(played) != prompts:
@@ -288,7 +289,8 @@ class TrlRolloutFunc:
             if self._background is None:
                 self._background = ThreadPoolExecutor(1, thread_name_prefix="rollout-overlap")
             nxt, self._next = self._next, None
-            # its ids name the step that will train on it; its policy version is the weights it begins with
+            # its ids name the step that will train on it (a run resumed there reads its written rows back); its
+            # policy version is the weights it begins with
             specs = self.specs(_prompts(nxt), num_generations, step + 1)
             self._pending = (nxt, self._background.submit(self.runner.run, specs))
         return rows
