@@ -8,9 +8,10 @@ seed 0), a ``PolicyServer`` over a ``LocalBackend`` with a capture store (as the
 seeded, ``--max-tokens`` new tokens). The same worker then runs the same prompts through transformers'
 ``model.generate`` (one left-padded batch per round, T=1, top_k=0), the in-process path TRL uses without vLLM.
 ``--engines`` names the ``LocalConfig.engine`` settings measured (default: ``process`` and ``thread``, the decode
-in this process as it was before the engine process); ``--baseline <commit>`` adds that commit's code (imported
-from ``git archive`` via PYTHONPATH, its default engine). The workers of one concurrency run one after another,
-their order rotating per concurrency, so all see the same machine.
+in this process as it was before the engine process; ``process:N``: N engine processes, ``LocalConfig.engines``);
+``--baseline <commit>`` adds that commit's code (imported from ``git archive`` via PYTHONPATH, its default engine).
+The workers of one concurrency run one after another, their order rotating per concurrency, so all see the same
+machine.
 
 The chat sessions' HTTP client runs in a process of its own (as rollout actors do; ``--same-process`` puts it in
 the endpoint's event loop, where its CPU time counts against the endpoint's). Printed: completion tokens per wall
@@ -124,14 +125,12 @@ def client(args: argparse.Namespace) -> None:
 
 
 def _engine_cpu(backend: Any) -> float:
-    """CPU seconds of the backend's engine process so far (0 when it decodes in this process)."""
+    """CPU seconds of the backend's engine processes so far (0 when it decodes in this process)."""
     import psutil
 
-    pid = getattr(getattr(backend, "engine", None), "pid", None)
-    if pid is None:
-        return 0.0
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+    engine = getattr(backend, "engine", None)
+    pids = getattr(engine, "pids", [getattr(engine, "pid", None)])
+    return float(sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids if pid is not None))
 
 
 async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_tokens: int,
@@ -141,7 +140,8 @@ async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_
     from openenv_train.trace import CaptureStore
 
     store = CaptureStore()
-    config = LocalConfig(engine=engine, decode_threads=decode_threads) \
+    kind, _, count = engine.partition(":")  # "process:2": two engine processes (LocalConfig.engines)
+    config = LocalConfig(engine=kind, decode_threads=decode_threads, engines=int(count or 1)) \
         if engine != "default" else None  # type: ignore[arg-type]
     start = time.perf_counter()
     backend = LocalBackend(model, tokenizer, model_id="tiny", config=config)

@@ -88,6 +88,13 @@ class LocalConfig:
     cannot be pickled into another process, or code that hooks the model in this process). "auto": "process"
     for a model on the CPU, else "thread"; a model that cannot be sent to a process falls back to "thread" with a
     warning."""
+    engines: int = 1
+    """Engine processes (``engine`` "process"): with more than one, a batch of at least ``shard_rows`` rows is cut
+    into contiguous shards that decode side by side, one per engine (data parallel; each engine decodes on its own
+    torch threads, so a small model's wide batches use more than one core); narrower batches go to the first
+    engine whole and decode exactly as with one."""
+    shard_rows: int = 16
+    """The narrowest batch that ``engines`` > 1 split."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \
@@ -97,6 +104,8 @@ class LocalConfig:
                              "prefix_cache_mb, decode_threads and decode_switch_s >= 0")
         if self.engine not in ("auto", "process", "thread"):
             raise ValueError(f"engine must be 'auto', 'process' or 'thread', got {self.engine!r}")
+        if self.engines < 1 or self.shard_rows < 2:
+            raise ValueError(f"engines must be >= 1 and shard_rows >= 2, got {self.engines} and {self.shard_rows}")
 
 
 @dataclass
@@ -184,7 +193,12 @@ class LocalBackend:
             return ThreadEngine(EngineCore(model, self.tokenizer, settings))
         from ._engine_process import ProcessEngine
 
-        engine = ProcessEngine(model, self.tokenizer, settings)
+        engine: Any = ProcessEngine(model, self.tokenizer, settings)
+        if config.engines > 1:
+            from ._engine_shards import ShardedEngine
+
+            engine = ShardedEngine([engine, *(ProcessEngine(model, self.tokenizer, settings)
+                                              for _ in range(config.engines - 1))], config.shard_rows)
         try:
             engine.start()
         except Exception as exc:
