@@ -71,10 +71,19 @@ class ShardedEngine:
         return PrefixStats(**{f.name: sum(getattr(s, f.name) for s in stats) for f in dataclasses.fields(PrefixStats)})
 
     def start(self) -> None:
-        """Start every engine (their starts overlap: each is its own process)."""
-        for future in [self._pool.submit(e.start) for e in self.engines[1:]]:
-            future.result()
-        self.engines[0].start()
+        """Start every engine (their starts overlap: each is its own process); if one cannot start, none is left
+        running."""
+        futures = [self._pool.submit(e.start) for e in self.engines[1:]]
+        first: BaseException | None = None
+        try:
+            self.engines[0].start()
+        except BaseException as exc:  # noqa: BLE001  (the others' starts must end before it is raised)
+            first = exc
+        failures = [exc for exc in (first, *(f.exception() for f in futures)) if exc is not None]
+        if failures:
+            for engine in self.engines:
+                engine.close()
+            raise failures[0]
 
     def close(self) -> None:
         """Stop every engine."""

@@ -1,6 +1,6 @@
 """Data-parallel engine processes (``LocalConfig(engines=2)``): a wide batch split between two engines samples the
 same tokens as one engine, narrow batches decode bit for bit as with one, and an engine killed while it holds its
-shard fails that batch with a 503 and is replaced."""
+shard fails that batch with a 503 and is replaced; a model no engine can take is served from the thread."""
 
 from __future__ import annotations
 
@@ -62,3 +62,18 @@ async def test_a_shard_whose_engine_is_killed_fails_its_batch_with_503_and_is_re
 def test_the_engines_setting_is_checked() -> None:
     with pytest.raises(ValueError, match="engines must be >= 1"):
         LocalConfig(engines=0)
+
+
+async def test_two_engines_for_a_model_no_engine_can_take_fall_back_to_the_thread(
+        tiny: tuple[Any, Any], caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    model, tokenizer = tiny
+    model.unpicklable = threading.Lock()  # a lock does not pickle: no engine process can get this model
+    try:
+        backend = LocalBackend(model, tokenizer, config=LocalConfig(engines=2))
+        assert backend.engine.kind == "thread" and "serving" in caplog.text
+        assert (await _answers(backend, BODIES[:1]))[0][0][2]  # it still answers, from this process
+        await backend.aclose()
+    finally:
+        del model.unpicklable
