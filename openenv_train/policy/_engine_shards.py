@@ -9,7 +9,9 @@ as with one engine (a row's logprobs depend, in their last bits, on the widths o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -73,17 +75,12 @@ class ShardedEngine:
     def start(self) -> None:
         """Start every engine (their starts overlap: each is its own process); if one cannot start, none is left
         running."""
-        futures = [self._pool.submit(e.start) for e in self.engines[1:]]
-        first: BaseException | None = None
         try:
-            self.engines[0].start()
-        except BaseException as exc:  # noqa: BLE001  (the others' starts must end before it is raised)
-            first = exc
-        failures = [exc for exc in (first, *(f.exception() for f in futures)) if exc is not None]
-        if failures:
+            self._side_by_side([engine.start for engine in self.engines])
+        except BaseException:
             for engine in self.engines:
                 engine.close()
-            raise failures[0]
+            raise
 
     def close(self) -> None:
         """Stop every engine."""
@@ -107,19 +104,25 @@ class ShardedEngine:
         self.batches_split += 1
         n = len(self.engines)
         bounds = [len(rows) * i // n for i in range(n + 1)]
-        shards = [rows[bounds[i]:bounds[i + 1]] for i in range(n)]
-        futures = [self._pool.submit(e.run, s, version) for e, s in zip(self.engines[1:], shards[1:], strict=True)]
+        parts = self._side_by_side([functools.partial(engine.run, rows[bounds[i]:bounds[i + 1]], version)
+                                    for i, engine in enumerate(self.engines)])
+        return [out for part in parts for out in part]
+
+    def _side_by_side(self, calls: list[Callable[[], Any]]) -> list[Any]:
+        """The results of ``calls``, the first made in this thread and the others in the pool, in order; every call
+        ends before the first failure is raised."""
+        futures = [self._pool.submit(call) for call in calls[1:]]
+        results: list[Any] = []
         failure: BaseException | None = None
-        outputs: list[Any] = []
         try:
-            outputs += self.engines[0].run(shards[0], version)
-        except BaseException as exc:  # noqa: BLE001  (the other shards must end before the batch fails)
+            results.append(calls[0]())
+        except BaseException as exc:  # noqa: BLE001  (the other calls must end first)
             failure = exc
         for future in futures:
             try:
-                outputs += future.result()
+                results.append(future.result())
             except BaseException as exc:  # noqa: BLE001
                 failure = failure or exc
         if failure is not None:
             raise failure
-        return outputs
+        return results
