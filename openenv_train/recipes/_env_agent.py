@@ -14,8 +14,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ActionAgent", "observation_text"]
+__all__ = ["HISTORIES", "ActionAgent", "observation_text"]
 
+#: What each prompt holds (:class:`ActionAgent`'s ``history``).
+HISTORIES = ("all", "current")
 #: Observation fields that are the env's own text rendering, in the order they are looked for.
 TEXT_FIELDS = ("info_string", "text", "prompt", "board")
 #: Fields left out of the JSON rendering: bookkeeping, not what a player sees.
@@ -57,20 +59,26 @@ class ActionAgent:
             else ``{"message": text}``).
         constrained: restrict replies to the published legal actions (``guided_choice``).
         system_prompt: a first system message (none by default: the tiny model plays without one).
+        history: ``all``: the conversation grows by each observation and reply; ``current``: each prompt is the
+            current observation alone (after the system message), for envs whose observation is the whole state.
     """
 
     def __init__(self, parser: Callable[[str], Any] | None = None, *, constrained: bool = True,
-                 system_prompt: str | None = None) -> None:
+                 system_prompt: str | None = None, history: str = "all") -> None:
         from .eval import json_action
 
+        if history not in HISTORIES:
+            raise ValueError(f"history must be one of {', '.join(HISTORIES)}, got {history!r}")
         self.parser = parser or json_action
-        self.constrained, self.system_prompt = constrained, system_prompt
+        self.constrained, self.system_prompt, self.history = constrained, system_prompt, history
 
     async def __call__(self, ctx: Any) -> None:
         result = await ctx.reset()
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}] \
-            if self.system_prompt else []
+        first: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        messages = list(first)
         while not result.done:
+            if self.history == "current":
+                messages = list(first)
             fields = _fields(result.observation)
             legal = [int(a) for a in fields.get("legal_actions") or []]
             messages.append({"role": "user", "content": observation_text(fields)})

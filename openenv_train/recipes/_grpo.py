@@ -90,8 +90,8 @@ class GRPOSection:
 def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
                out: Path, *, metrics: MetricsLog, reward_weights: Mapping[str, float], rubric: Any = None,
                row_metrics: Callable[[Any], Mapping[str, float]] | None = None,
-               turn_rewards: Callable[[Any], Sequence[float | None]] | None = None, seed: int = 0,
-               show_progress: bool = True, verbose: bool = False) -> tuple[Any, dict[str, Any]]:
+               turn_rewards: Callable[[Any], Sequence[float | None]] | None = None, turn_rows: bool = False,
+               seed: int = 0, show_progress: bool = True, verbose: bool = False) -> tuple[Any, dict[str, Any]]:
     """Train ``model`` by GRPO on ``prompts`` (each a task's reset options; one per group, in order); returns the
     trained model (saved to ``out/checkpoints/final``) and the phase's budget record.
 
@@ -102,6 +102,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
             default the env's reward.
         turn_rewards: a reward per model turn of an episode, for ``g.credit`` ``turn`` or ``branch`` (under
             ``branch``: 1.0 on the explored turn, None elsewhere; the agent asks for the other turns at temperature 0).
+        turn_rows: train each model turn as a row of its own under its own prompt (an agent whose prompts do not
+            extend the turns before them; see :func:`~openenv_train.integrations.trl.make_rollout_func`).
     """
     import datasets
     import torch
@@ -116,7 +118,7 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
-                                agent_temperature=g.credit == "branch", overlap=g.overlap)
+                                agent_temperature=g.credit == "branch", overlap=g.overlap, turn_rows=turn_rows)
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:

@@ -5,7 +5,8 @@
 - :func:`rubric_rewards`, :func:`field_reward`: reward functions (and weights) for ``GRPOTrainer``.
 - :func:`grpo_trainer_class`: ``GRPOTrainer`` whose loss uses the logprobs of the distribution the rollouts were
   sampled from (the decoding constraint's mask; the captured logprobs as the importance ratio's old policy), and
-  optionally turn-level credit from a reward per model turn (:func:`turn_advantages`, :func:`branch_advantages`).
+  optionally turn-level credit from a reward per model turn (:func:`turn_advantages`, :func:`branch_advantages`),
+  or each model turn trained as a row of its own under its own prompt (``make_rollout_func(turn_rows=True)``).
 - :func:`make_environment_factory`: a class for ``GRPOTrainer(environment_factory=...)`` with the env's tools.
 - :func:`traces_to_sft_dataset`: a ``messages`` dataset for ``SFTTrainer``.
 
@@ -19,6 +20,7 @@ from ._rollout import PoolFactory, TrlRolloutFunc, default_task, make_rollout_fu
 from ._sft import traces_to_sft_dataset
 from ._tools import ToolSchemaError, make_tool_method
 from ._turn_credit import TurnCredit, TurnRewards, branch_advantages, turn_advantages, turn_credit
+from ._turn_rows import TurnRow, turn_rows
 
 __all__ = [
     "CREDITS",
@@ -40,7 +42,9 @@ __all__ = [
     "traces_to_sft_dataset",
     "TurnCredit",
     "TurnRewards",
+    "TurnRow",
     "branch_advantages",
     "turn_advantages",
     "turn_credit",
+    "turn_rows",
 ]

@@ -21,7 +21,8 @@ unmasked, as TRL would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ...trace import TraceRow
@@ -129,6 +130,10 @@ def grpo_trainer_class(base: type | None = None) -> type:
             self.allowed_from = allowed_from if allowed_from is not None else self.rollout_func
             self.credit, self.turn_reward_weight = credit, turn_reward_weight
             self.overlap = bool(getattr(self.allowed_from, "overlap", False))
+            self.turn_rows = bool(getattr(self.allowed_from, "turn_rows", False))
+            if self.turn_rows and (credit != "episode" or self.use_vllm):
+                raise ValueError("turn rows (make_rollout_func(turn_rows=True)) train each turn with its episode's "
+                                 "advantage from the trainer's own model: use credit='episode' and no use_vllm")
             if self.overlap:
                 if self.use_vllm:
                     raise ValueError("overlapped rollouts (make_rollout_func(overlap=True)) serve the trainer's own "
@@ -144,6 +149,8 @@ def grpo_trainer_class(base: type | None = None) -> type:
                 out = super()._generate_and_score_completions(inputs)
             finally:
                 self._generating, self._generation_mask = False, None
+            if self.turn_rows:
+                return self._turn_layout(out)
             allowed = self._rollout_mask(out["completion_ids"].size(0), out["completion_ids"].size(1),
                                          out["completion_ids"].device)
             if allowed is not None:
@@ -161,6 +168,45 @@ def grpo_trainer_class(base: type | None = None) -> type:
             if self.use_sampling_logprobs and not self.use_vllm and out.get("sampling_per_token_logps") is not None:
                 out["old_per_token_logps"] = out["sampling_per_token_logps"]
             return out
+
+        def _turn_layout(self, out: dict[str, Any]) -> dict[str, Any]:
+            """``out`` (one row per episode, TRL's advantages) re-laid as one row per model turn."""
+            import torch
+
+            from ._turn_rows import turn_batch
+
+            turns = self.allowed_from.last_turn_rows
+            if not turns:  # no model turn in the whole batch: its episode rows are all masked
+                return out
+            vocab = self.model.get_output_embeddings().weight.size(0)
+            batch = turn_batch(turns, out["advantages"], pad_id=int(self._tokenizer.pad_token_id or 0), vocab=vocab,
+                               multiple=self.args.steps_per_generation)
+            if self.use_sampling_logprobs:
+                batch["old_per_token_logps"] = batch["sampling_per_token_logps"]
+            if self.beta != 0.0:
+                ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+                att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+                self._allowed = batch.get("allowed_mask")
+                try:
+                    with torch.no_grad(), self._reference() as ref:
+                        batch["ref_per_token_logps"] = self._get_per_token_logps_and_entropies(
+                            ref, ids, att, batch["completion_ids"].size(1),
+                            batch_size=self.args.per_device_train_batch_size)[0]
+                finally:
+                    self._allowed = None
+            return batch
+
+        @contextmanager
+        def _reference(self) -> Iterator[Any]:
+            """The reference model, as TRL takes it: its copy, or a PEFT model's base (or its ``ref`` adapter)."""
+            if self.ref_model is not None:
+                yield self.ref_model
+                return
+            from trl.trainer.utils import use_adapter
+
+            model = self.accelerator.unwrap_model(self.model)
+            with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
+                yield self.model
 
         def _rollout_mask(self, rows: int, length: int, device: torch.device) -> torch.Tensor | None:
             """The last rollout's allowed-token mask, (rows, length, vocab); None when it was unconstrained."""

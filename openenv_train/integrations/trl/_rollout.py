@@ -19,6 +19,7 @@ from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
 from ._constrained import constrained_positions
 from ._turn_credit import TurnRewards, turn_credit
+from ._turn_rows import TurnRow, turn_rows
 
 if TYPE_CHECKING:
     from ...policy import LocalConfig
@@ -159,6 +160,8 @@ class TrlRolloutFunc:
             ``turn_rewards``), for the trainer's turn-level advantages.
         runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
         overlap: the next batch's episodes play while the trainer trains on this one (see :func:`make_rollout_func`).
+        turn_rows: the trainer trains each model turn as a row of its own (see :func:`make_rollout_func`).
+        last_turn_rows: with ``turn_rows``, the latest call's model turns, one :class:`TurnRow` each.
         last_staleness: with ``overlap``, per row of the latest call, optimizer steps between the weights its
             episode began with and the weights it trains (0 or 1).
     """
@@ -168,8 +171,10 @@ class TrlRolloutFunc:
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
                  policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
                  local: LocalConfig | None = None, turn_rewards: TurnRewards | None = None,
-                 agent_temperature: bool = False, overlap: bool = False) -> None:
+                 agent_temperature: bool = False, overlap: bool = False, turn_rows: bool = False) -> None:
         self.turn_rewards, self.agent_temperature, self.overlap = turn_rewards, agent_temperature, overlap
+        self.turn_rows = turn_rows
+        self.last_turn_rows: list[TurnRow] = []
         self.env, self.agent, self.config, self.writer, self.local = env, agent, config, writer, local
         self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
         self.tokenizer: Any = None
@@ -248,6 +253,7 @@ class TrlRolloutFunc:
         allowed_tokens = getattr(self.runner.backend, "allowed_tokens", None)
         self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if allowed_tokens else []
         self.last_turns = [turn_credit(r, self.turn_rewards(r), limit) for r in rows] if self.turn_rewards else []
+        self.last_turn_rows = turn_rows(rows, allowed_tokens, limit) if self.turn_rows else []
         tokenizer = self.tokenizer
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         return rollout_fields(rows, pad_id=int(pad_id or 0), extra_rewards=extra,
@@ -350,7 +356,7 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       policy_server: Any = None, episode_prefix: str = "",
                       policy_url: str | None = None, local: LocalConfig | None = None,
                       turn_rewards: TurnRewards | None = None, agent_temperature: bool = False,
-                      overlap: bool = False) -> TrlRolloutFunc:
+                      overlap: bool = False, turn_rows: bool = False) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -386,6 +392,10 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
             ``.last_turns``, for the turn-level ``credit`` of :func:`~openenv_train.integrations.trl.grpo_trainer_class`.
         agent_temperature: on a pool path, a request that sets ``temperature`` keeps it (an agent that decodes some
             turns greedily and samples others at the trainer's temperature); otherwise the trainer's applies.
+        turn_rows: :func:`~openenv_train.integrations.trl.grpo_trainer_class`'s trainer trains each model turn as a
+            row of its own, under the prompt it was sampled from, with its episode's advantage; for agents whose
+            prompts do not extend the turns before them (e.g. one that shows only the current state), whose
+            episodes the joined layout cuts after the first turn.
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -396,4 +406,4 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
                           policy_url=policy_url, local=local, turn_rewards=turn_rewards,
-                          agent_temperature=agent_temperature, overlap=overlap)
+                          agent_temperature=agent_temperature, overlap=overlap, turn_rows=turn_rows)
