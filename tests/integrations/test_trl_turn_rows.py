@@ -16,8 +16,8 @@ pytest.importorskip("trl", reason="trl is not installed")
 
 
 def _step(tmp_path: Path, name: str, history: str, turn_rows: bool) -> tuple[list[dict[str, Any]], list[Any], int]:
-    """One GRPO step (KL term on) on catch 5x5; per loss call the trainer's logprobs and its inputs, the episodes'
-    rows, and the model turns they hold."""
+    """One GRPO step (KL term on) on catch 5x5, four games from each of two seeds; per loss call the trainer's
+    logprobs and its inputs, the episodes' rows, and the model turns they hold."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -41,10 +41,11 @@ def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = N
               limit: int | None = None) -> list[TurnRow]:
     """Every model turn of ``rows`` as a :class:`TurnRow`, in order; completions cut to ``limit`` tokens.
 
-    >>> from openenv_train.trace import TraceRow, TrainingTrace, TrainingTurn
+    >>> from types import SimpleNamespace
+    >>> from openenv_train.trace import TrainingTurn
     >>> turns = [TrainingTurn(node_id="a", prompt_token_ids=[1, 2], completion_token_ids=[3], per_token_logps=[-0.5]),
     ...          TrainingTurn(node_id="b", prompt_token_ids=[1, 5], completion_token_ids=[4], per_token_logps=[-1.0])]
-    >>> row = TraceRow(episode_id="e", trace=TrainingTrace(turns=turns))
+    >>> row = SimpleNamespace(trace=SimpleNamespace(turns=turns))
     >>> [(t.episode, t.prompt_ids, t.completion_ids) for t in turn_rows([row])]
     [(0, [1, 2], [3]), (0, [1, 5], [4])]
     """
