@@ -62,7 +62,7 @@ class EpisodeSection:
     """What each prompt holds: ``current``, the current observation alone (the catalog's games show the whole state:
     a board, a hand and the bets so far); ``all``, the whole episode so far (envs whose observation is only the
     latest message). With ``current`` GRPO trains each turn as a row of its own under the prompt it was sampled
-    from; catch's 10-row board learned only so, in one run of three (docs/results.md)."""
+    from; catch's 10-row board learned only so, in one run of four (docs/results.md)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Reset options of every episode, training and held-out (e.g. ``{rows: 5}`` for catch); the env's own
     defaults where empty."""
@@ -103,7 +103,7 @@ class OutputSection:
 def _default_grpo() -> GRPOSection:
     # A KL term to the starting policy: without it, catch on a 5x5 board collapsed onto one move sequence before
     # it learned to read the board (every group's rewards equal within ten steps, even at 3e-5); with it and each
-    # turn a row of its own, 2e-4 learned catch's 10-row board in one run of three, where 5e-5 had not moved it
+    # turn a row of its own, 2e-4 learned catch's 10-row board in one run of four, where 5e-5 had not moved it
     # (docs/results.md); it also gained more than 5e-5 on tic_tac_toe, blackjack and catch 5x5
     return GRPOSection(budget_s=420.0, steps=400, prompts_per_step=8, num_generations=8, learning_rate=2e-4,
                        beta=0.1, max_completion_length=1024, per_turn_tokens=4, save_steps=20)
