@@ -155,7 +155,7 @@ class TrlRolloutFunc:
         last_rows: the TraceRows of the latest call, in the trainer's batch order.
         last_allowed: per row of the latest call, (completion position, allowed token ids) of every token sampled
             under a decoding constraint, for :func:`~openenv_train.integrations.trl.grpo_trainer_class` (empty when
-            the backend cannot tell).
+            the backend cannot tell, and with ``turn_rows``, whose rows carry their own).
         last_turns: per row of the latest call, (first, end, reward) of each model turn (empty without
             ``turn_rewards``), for the trainer's turn-level advantages.
         runner: the episode runner (built on the first call, from the trainer's model and tokenizer).
@@ -251,7 +251,9 @@ class TrlRolloutFunc:
             extra = [dict(self.rubric(r).components) for r in rows]
         limit = int(trainer.args.max_completion_length)
         allowed_tokens = getattr(self.runner.backend, "allowed_tokens", None)
-        self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if allowed_tokens else []
+        # with turn rows the trainer discards the joined layout, and turn_rows replays each turn's constraint itself
+        joined = allowed_tokens is not None and not self.turn_rows
+        self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if joined else []
         self.last_turns = [turn_credit(r, self.turn_rewards(r), limit) for r in rows] if self.turn_rewards else []
         self.last_turn_rows = turn_rows(rows, allowed_tokens, limit) if self.turn_rows else []
         tokenizer = self.tokenizer
