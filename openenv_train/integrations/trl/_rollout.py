@@ -252,8 +252,8 @@ class TrlRolloutFunc:
         limit = int(trainer.args.max_completion_length)
         allowed_tokens = getattr(self.runner.backend, "allowed_tokens", None)
         # with turn rows the trainer discards the joined layout, and turn_rows replays each turn's constraint itself
-        joined = allowed_tokens is not None and not self.turn_rows
-        self.last_allowed = [constrained_positions(r, allowed_tokens, limit) for r in rows] if joined else []
+        self.last_allowed = ([constrained_positions(r, allowed_tokens, limit) for r in rows]
+                             if allowed_tokens is not None and not self.turn_rows else [])
         self.last_turns = [turn_credit(r, self.turn_rewards(r), limit) for r in rows] if self.turn_rewards else []
         self.last_turn_rows = turn_rows(rows, allowed_tokens, limit) if self.turn_rows else []
         tokenizer = self.tokenizer
