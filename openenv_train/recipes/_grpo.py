@@ -40,9 +40,21 @@ class GRPOSection:
     num_generations: int = 8
     """Episodes per task; GRPO compares the episodes of a group."""
     learning_rate: float = 5e-5
-    """Constant AdamW learning rate."""
+    """AdamW learning rate, constant after ``warmup_steps``."""
+    warmup_steps: int = 0
+    """Steps over which the learning rate rises linearly from 0 (Adam's first steps move every weight by about the
+    learning rate, whatever its gradient's size)."""
     beta: float = 0.0
     """KL weight to the reference (starting) model; 0 skips the reference model."""
+    scale_rewards: str = "group"
+    """What each advantage (reward minus its group's mean) is divided by (TRL's ``scale_rewards``): ``group``, the
+    group's standard deviation (GRPO's); ``batch``, the whole step's; ``none`` (Dr. GRPO's)."""
+    entropy_coef: float = 0.0
+    """Weight of an entropy bonus on the sampled tokens (TRL's ``entropy_coef``; under a decoding constraint, the
+    entropy of the constrained distribution); 0: none."""
+    entropy_target: float | None = None
+    """Adapt the bonus's weight each step (TRL's ``use_adaptive_entropy``): up by 0.005 while the mean token
+    entropy is at or below this target, down otherwise; null: a fixed ``entropy_coef``."""
     credit: str = "episode"
     """How advantages reach tokens: ``episode`` (GRPO's: one per game against its group); ``turn`` (MT-GRPO: each
     turn's tokens also get ``turn_reward_weight`` times its turn reward against the group's at that turn);
@@ -83,6 +95,10 @@ class GRPOSection:
         if self.overlap and self.use_vllm:
             raise ValueError("grpo.overlap plays games with the trainer's own model; it cannot go with grpo.use_vllm "
                              "(set one of them to false)")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ValueError(f"grpo.scale_rewards must be group, batch or none, got {self.scale_rewards!r}")
+        if self.warmup_steps < 0 or self.entropy_coef < 0:
+            raise ValueError("grpo.warmup_steps and grpo.entropy_coef must be >= 0")
         if self.budget_s is not None and self.budget_s <= 0:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
@@ -139,7 +155,10 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
-                      learning_rate=g.learning_rate, lr_scheduler_type="constant", beta=g.beta,
+                      learning_rate=g.learning_rate, lr_scheduler_type="constant_with_warmup",
+                      warmup_steps=g.warmup_steps, beta=g.beta, scale_rewards=g.scale_rewards,
+                      entropy_coef=g.entropy_coef, use_adaptive_entropy=g.entropy_target is not None,
+                      entropy_target=g.entropy_target if g.entropy_target is not None else 0.2,
                       temperature=g.temperature, top_p=g.top_p, reward_weights=[reward_weights[n] for n in names],
                       logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
                       seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm)

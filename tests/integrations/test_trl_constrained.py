@@ -27,6 +27,18 @@ def test_masked_logprobs_renormalise_over_the_allowed_tokens() -> None:
     assert entropy is not None and entropy[0, 1] == 0.0 and entropy[0, 0] > 0
 
 
+def test_an_entropy_bonus_under_the_mask_has_a_finite_gradient() -> None:
+    import torch
+
+    logits = torch.tensor([[[1.0, 2.0, 3.0, 4.0]]], requires_grad=True)
+    allowed = torch.tensor([[[True, False, True, False]]])
+    _, entropy = masked_logprobs(logits, torch.tensor([[2]]), allowed, entropy=True)
+    assert entropy is not None
+    entropy.sum().backward()
+    assert logits.grad is not None and torch.isfinite(logits.grad).all()
+    assert logits.grad[0, 0, 1] == 0.0 and logits.grad[0, 0, 0] > 0  # forbidden: none; the less likely allowed token: up
+
+
 def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> list[tuple[Any, Any, Any, Any, Any]]:
     """One GRPO step on constrained Wordle games; per loss call (trainer logprobs, sampled logprobs, loss mask,
     allowed mask, reference logprobs or None)."""

@@ -89,8 +89,10 @@ def masked_logprobs(logits: torch.Tensor, tokens: torch.Tensor, allowed: torch.T
     token_logp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
     if not entropy:
         return token_logp, None
-    p = logp.exp()
-    return token_logp, -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1)
+    # forbidden tokens' -inf log-probabilities are zeroed, not selected away: torch.where would still send their
+    # 0 * -inf = NaN into the gradient of an entropy bonus
+    finite = logp.masked_fill(~torch.isfinite(logp), 0.0)
+    return token_logp, -(logp.exp() * finite).sum(-1)
 
 
 def grpo_trainer_class(base: type | None = None) -> type:
