@@ -62,7 +62,7 @@ class EpisodeSection:
     """What each prompt holds: ``current``, the current observation alone (the catalog's games show the whole state:
     a board, a hand and the bets so far); ``all``, the whole episode so far (envs whose observation is only the
     latest message). With ``current`` GRPO trains each turn as a row of its own under the prompt it was sampled
-    from; catch's 10-row board learned only so, in one run of four (docs/results.md)."""
+    from; catch's 10-row board learned only so (docs/results.md)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Reset options of every episode, training and held-out (e.g. ``{rows: 5}`` for catch); the env's own
     defaults where empty."""
