@@ -2,6 +2,8 @@
 
     python -m openenv_train.recipes.eval model=runs/grpo-wordle/checkpoints/final env=wordle episodes=100
     python -m openenv_train.recipes.eval model=http://127.0.0.1:8001/v1 env=echo agent=tool
+    python -m openenv_train.recipes.eval model=runs/grpo-catch/checkpoints/final env=catch agent=action \
+        seed=1000000 episodes=100 max_turns=30 per_turn_tokens=4
 
 Episode i resets with seed ``seed + i`` (Wordle: the i-th held-out secret of the GRPO recipe's split, so numbers
 compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.json``, ``summary.md``.
@@ -12,14 +14,18 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._config import config_from_argv, config_to_dict
+from ._env_agent import HISTORIES, ActionAgent
 from ._report import phase_summary, write_summary
 
-__all__ = ["EvalConfig", "json_action", "main", "run"]
+__all__ = ["AGENTS", "EvalConfig", "json_action", "main", "run"]
+
+#: The agents an evaluation can play with (:attr:`EvalConfig.agent`).
+AGENTS = ("auto", "wordle", "action", "text", "tool")
 
 
 @dataclass
@@ -32,15 +38,23 @@ class EvalConfig:
     """Catalog name, ``module:Class`` or a server URL."""
     episodes: int = 50
     seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    """Reset options of every episode (e.g. ``{rows: 5}`` for catch; the general GRPO recipe's
+    ``episode.options``); not for Wordle, whose episodes are the held-out secrets."""
     agent: str = "auto"
-    """``wordle`` (the GRPO recipe's chat), ``text`` (reply = JSON action), ``tool`` (MCP tools); ``auto`` picks."""
+    """``wordle`` (the Wordle recipe's chat), ``action`` (the general GRPO recipe's: the env's text in, a legal action
+    id or the action out), ``text`` (reply = JSON action), ``tool`` (MCP tools); ``auto`` picks ``wordle``, ``tool``
+    or ``text``."""
+    history: str = "current"
+    """``action`` agent: each prompt holds the ``current`` observation alone or ``all`` of the episode so far (the
+    general GRPO recipe's ``episode.history``)."""
     max_turns: int = 10
     per_turn_tokens: int | None = None
     """Tokens per model turn; null: the GRPO recipe's 8 for the wordle agent, else 64."""
     temperature: float = 0.0
     constrained: bool = True
-    """Wordle agent: restrict each reply to a valid guess not made before (``guided_choice``), as the GRPO recipe
-    does; false evaluates the model's own words."""
+    """Restrict each reply (``guided_choice``), as the recipes do: the Wordle agent's to a valid guess not made before,
+    the action agent's to the env's legal actions; false evaluates the model's own replies."""
     num_actors: int = 1
     sessions_per_actor: int = 8
     bootstrap_resamples: int = 2000
@@ -51,8 +65,12 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("model is required: a checkpoint folder or an OpenAI-compatible URL (model=PATH)")
-        if self.agent not in ("auto", "wordle", "text", "tool"):
-            raise ValueError(f"agent must be auto, wordle, text or tool, got {self.agent!r}")
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {self.agent!r}")
+        if self.history not in HISTORIES:
+            raise ValueError(f"history must be one of {', '.join(HISTORIES)}, got {self.history!r}")
+        if self.options and "wordle" in (self.agent, self.env):
+            raise ValueError("options are not for Wordle: its episodes are the recipe's held-out secrets")
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
 
@@ -90,12 +108,14 @@ def _agent_kind(cfg: EvalConfig) -> str:
     return "tool" if issubclass(load_env_class(cfg.env), MCPEnvironment) else "text"
 
 
-def _agent(kind: str, constrained: bool) -> Any:
+def _agent(kind: str, cfg: EvalConfig) -> Any:
     from ..pool import TextAgent, ToolAgent
     from ._wordle import WordleAgent
 
     if kind == "wordle":
-        return WordleAgent(constrained)
+        return WordleAgent(cfg.constrained)
+    if kind == "action":
+        return ActionAgent(constrained=cfg.constrained, history=cfg.history)
     if kind == "tool":
         return ToolAgent()
     return TextAgent(parser=json_action, system_prompt="Reply with the action as one JSON object.")
@@ -113,7 +133,7 @@ def _backend(model: str) -> Any:
 
 def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
     if kind != "wordle":
-        return [{} for _ in range(cfg.episodes)]
+        return [dict(cfg.options) for _ in range(cfg.episodes)]
     from ._wordle_config import GrpoWordleConfig
 
     recipe = GrpoWordleConfig(seed=cfg.seed)
@@ -140,7 +160,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
              for i, task in enumerate(_episode_tasks(cfg, kind))]
     with captured_policy(backend) as served, TraceWriter(out, resume=True) as writer, \
-            RolloutPool(cfg.env, served.base_url, agent=_agent(kind, cfg.constrained), config=pool_cfg, writer=writer,
+            RolloutPool(cfg.env, served.base_url, agent=_agent(kind, cfg), config=pool_cfg, writer=writer,
                         capture=served.capture) as pool:
         rows = pool.run(specs)
 

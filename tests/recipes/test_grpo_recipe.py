@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from openenv_train.recipes import eval as eval_recipe
 from openenv_train.recipes import grpo
 from openenv_train.trace import read_traces
 
@@ -37,6 +39,18 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     # every move was one of the legal actions: the constraint restricts replies to them
     assert all(t.metadata.get("constraint") for r in rows for t in r.trace.turns)
     assert all(r.ok for r in rows) and (out / "training.png").exists() and (out / "checkpoints" / "final").exists()
+    # recipes.eval reproduces the trained policy's greedy figure from its checkpoint
+    assert eval_recipe.main([f"model={out / 'checkpoints' / 'final'}", "env=catch", "agent=action", "episodes=4",
+                             "seed=1000000", "options={rows: 4, columns: 3}", "max_turns=30", "per_turn_tokens=4",
+                             f"output_dir={tmp_path}", "show_progress=false"]) == 0
+    again = json.loads((tmp_path / "eval" / "summary.json").read_text())["phases"]["eval"]["reward"]["mean"]
+    assert again == summary["phases"]["grpo_greedy"]["reward"]["mean"]
+
+    def moves(episodes: list[Any]) -> dict[int, list[list[int]]]:
+        return {r.task["seed"]: [t.completion_token_ids for t in r.trace.turns] for r in episodes}
+
+    greedy = [r for r in held if r.episode_id.startswith("eval-grpo_greedy")]
+    assert len(greedy) == 4 and moves(read_traces(tmp_path / "eval")) == moves(greedy)
 
 
 def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
@@ -44,6 +58,10 @@ def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
         grpo.main(["episode.sandbx=off"])
     with pytest.raises(ValueError, match="raise eval.seed"):
         grpo.GrpoConfig(eval=grpo.EvalSection(seed=10))
+    with pytest.raises(ValueError, match="options are not for Wordle"):
+        eval_recipe.EvalConfig(model="m", env="wordle", options={"rows": 4})
+    with pytest.raises(ValueError, match="history must be one of all, current"):
+        eval_recipe.EvalConfig(model="m", env="catch", agent="action", history="last")
 
 
 @pytest.mark.timeout(900)
