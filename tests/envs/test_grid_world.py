@@ -51,10 +51,11 @@ def test_custom_layouts_are_parsed_and_checked() -> None:
 # -- rules and rewards ---------------------------------------------------------------------------
 def test_the_goal_pays_one_and_ends_the_episode() -> None:
     env = GridWorldEnvironment()
-    env.reset(layout=["S.G"])
+    assert env.reset(layout=["S.G"]).legal_actions == [0, 1, 2, 3]  # every move, into an edge too
     assert go(env, "right") == [-0.01]
     final = env.step(GridWorldAction(direction="right"))
     assert final.reward == 1.0 and final.done and not final.truncated and env.state.outcome == "goal"
+    assert final.legal_actions == []
     frozen = env.state.model_copy(deep=True)
     again = env.step(GridWorldAction(direction="left"))
     assert again.done and again.reward == 0.0 and again.error and env.state == frozen

@@ -23,6 +23,7 @@ __all__ = [
     "GridAction",
     "GridObservation",
     "Pos",
+    "legal_moves",
     "load_readme",
     "make_rng",
     "new_episode_id",
@@ -76,6 +77,15 @@ class GridObservation(Observation):
     agent: list[int] = Field(default_factory=lambda: [0, 0], description="The agent's [row, column].")
     error: str | None = Field(default=None, description="Why the last action was rejected, or null.")
     truncated: bool = Field(default=False, description="The episode ended because it ran out of steps.")
+    legal_actions: list[int] = Field(
+        default_factory=list,
+        description="The action ids a move may take (OpenSpiel's field): all four while the episode runs, none after.",
+    )
+
+
+def legal_moves(done: bool) -> list[int]:
+    """Every move id (a move into a wall is legal too) while the episode runs, none once it is done."""
+    return [] if done else list(range(len(DIRECTIONS)))
 
 
 def make_rng(seed: int | None) -> random.Random:

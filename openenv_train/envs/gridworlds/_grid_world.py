@@ -17,6 +17,7 @@ from ._common import (
     GridAction,
     GridObservation,
     Pos,
+    legal_moves,
     load_readme,
     make_rng,
     new_episode_id,
@@ -219,5 +220,6 @@ class GridWorldEnvironment(Environment[GridWorldAction, GridWorldObservation, Gr
         grid[state.agent[0]][state.agent[1]] = Cell.AGENT
         return GridWorldObservation(
             grid=grid, text=render_text(grid), agent=list(state.agent), goal=list(state.goal),
-            max_steps=state.max_steps, truncated=state.truncated, done=state.done, reward=reward, **extra,
+            max_steps=state.max_steps, truncated=state.truncated, done=state.done, reward=reward,
+            legal_actions=legal_moves(state.done), **extra,
         )

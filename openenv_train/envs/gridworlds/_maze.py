@@ -15,6 +15,7 @@ from ._common import (
     GridAction,
     GridObservation,
     Pos,
+    legal_moves,
     load_readme,
     make_rng,
     new_episode_id,
@@ -173,5 +174,6 @@ class MazeEnvironment(Environment[MazeAction, MazeObservation, MazeState]):
         grid[state.agent[0]][state.agent[1]] = Cell.AGENT
         return MazeObservation(
             grid=grid, text=render_text(grid), agent=list(state.agent), exit=list(state.exit), size=state.size,
-            max_steps=state.max_steps, truncated=state.truncated, done=state.done, reward=reward, **extra,
+            max_steps=state.max_steps, truncated=state.truncated, done=state.done, reward=reward,
+            legal_actions=legal_moves(state.done), **extra,
         )

@@ -15,6 +15,7 @@ from ._common import (
     GridAction,
     GridObservation,
     Pos,
+    legal_moves,
     load_readme,
     make_rng,
     new_episode_id,
@@ -172,5 +173,6 @@ class SnakeEnvironment(Environment[SnakeAction, SnakeObservation, SnakeState]):
             grid=grid, text=render_text(grid), agent=list(state.body[0]), body=[list(p) for p in state.body],
             food=None if state.food is None else list(state.food), heading=state.heading, length=len(state.body),
             score=state.score, dead=state.cause in ("wall", "self"), cause=state.cause, max_steps=state.max_steps,
-            truncated=state.truncated, done=state.done, reward=reward, **extra,
+            truncated=state.truncated, done=state.done, reward=reward,
+            legal_actions=legal_moves(state.done), **extra,
         )
