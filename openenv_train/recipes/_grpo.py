@@ -152,16 +152,16 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     vllm: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": g.vllm_url} \
         if g.use_vllm else {}
     gpu = torch.cuda.is_available()
+    adaptive: dict[str, Any] = {"entropy_target": g.entropy_target} if g.entropy_target is not None else {}
     args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
                       learning_rate=g.learning_rate, lr_scheduler_type="constant_with_warmup",
                       warmup_steps=g.warmup_steps, beta=g.beta, scale_rewards=g.scale_rewards,
                       entropy_coef=g.entropy_coef, use_adaptive_entropy=g.entropy_target is not None,
-                      entropy_target=g.entropy_target if g.entropy_target is not None else 0.2,
                       temperature=g.temperature, top_p=g.top_p, reward_weights=[reward_weights[n] for n in names],
                       logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
-                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm)
+                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm, **adaptive)
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps(dict(p)) for p in prompts]})
     trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                                    reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,
