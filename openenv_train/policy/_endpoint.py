@@ -6,7 +6,8 @@ names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-S
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
 ``"stream": true`` answers with server-sent events (:mod:`._openai_stream`); the turn recorded is the one the
-same call without streaming records. A client that leaves mid-stream stops the generation, and what it had been
+same call without streaming records. The head is sent with the first token, so what fails before it (an engine
+that died holding the request: 503) is a plain HTTP error; after it, an error event. A client that leaves mid-stream stops the generation, and what it had been
 sent is recorded as a cut turn (``finish_reason="abort"``, metadata ``cut``).
 
 With a ``token`` (argument, file or ``$OPENENV_TRAIN_POLICY_TOKEN``) every route but ``/health`` requires it:
@@ -383,31 +384,34 @@ class PolicyServer:
 
     async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float,
                            start: float) -> HttpStream:
-        """Start the backend's stream; what fails before its first event (a bad request, a prompt too long) is
-        still a plain HTTP error, since no event has been sent."""
+        """Start the backend's stream and wait for its first token (or its whole result) before the head is sent:
+        what fails before then (a bad request, a prompt too long, an engine that died holding the request) is still a
+        plain HTTP error, which clients retry where its status says so (503)."""
         events = stream_chat(self.backend, chat)
         try:
             first = await anext(events)
             if not isinstance(first, StreamStart):
                 raise BackendFailed(f"the backend's stream began with {type(first).__name__}, not StreamStart")
+            lead = await anext(events, None)
         except BaseException as exc:
             await events.aclose()
             if isinstance(exc, Exception) and not isinstance(exc, PolicyError):
                 raise _backend_failed(exc) from None
             raise
-        return HttpStream(200, self._stream(chat, session, first, events, started_at, start))
+        return HttpStream(200, self._stream(chat, session, first, lead, events, started_at, start))
 
-    async def _stream(self, chat: ChatRequest, session: str | None, first: StreamStart,
+    async def _stream(self, chat: ChatRequest, session: str | None, first: StreamStart, lead: StreamEvent | None,
                       events: AsyncGenerator[StreamEvent, None], started_at: float, start: float) -> AsyncGenerator[bytes, None]:
-        """The SSE body of a streamed call; records its turn before the last chunks, or a cut turn if it is cut."""
+        """The SSE body of a streamed call (``lead``: its event after ``first``, already taken); records its turn
+        before the last chunks, or a cut turn if it is cut."""
         request_id = f"chatcmpl-{uuid.uuid4().hex}"
         writer = ChunkWriter(chat, request_id=request_id, created=int(started_at), model=first.model)
         sent, ended = DeltaFold(), False
         try:
-            async with contextlib.aclosing(events):
+            async with contextlib.aclosing(events), contextlib.aclosing(_chain(lead, events)) as stream:
                 for chunk in writer.start(first):
                     yield _event(chunk)
-                async for event in events:
+                async for event in stream:
                     if isinstance(event, ChoiceDelta):
                         sent.add(event)
                         yield _event(writer.delta(event))
@@ -431,6 +435,14 @@ class PolicyServer:
                 response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
                 self._record(session, chat, cut, response, started_at, start)
         yield sse_event(SSE_DONE)
+
+
+async def _chain(lead: StreamEvent | None, events: AsyncGenerator[StreamEvent, None]) -> AsyncGenerator[StreamEvent, None]:
+    """``lead`` (when there is one), then ``events``."""
+    if lead is not None:
+        yield lead
+    async for event in events:
+        yield event
 
 
 def _backend_failed(exc: Exception) -> BackendFailed:

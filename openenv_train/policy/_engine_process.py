@@ -94,6 +94,8 @@ class ProcessEngine:
         """torch threads the engine runs with (as it reported)."""
         self.starts = 0
         """Engines started so far (the first, then one per restart)."""
+        self.batches_sent = 0
+        """Batches handed to the engine process."""
         self.batches_started = 0
         """Batches the engine reported it began decoding."""
         self.decoding = threading.Event()
@@ -202,6 +204,7 @@ class ProcessEngine:
             try:
                 self._send(Batch(batch_id, wired, streamed, (version, self._epoch), guides,
                                  self._guides.forgotten()))
+                self.batches_sent += 1
                 return self._receive(flight)
             except (EOFError, OSError) as exc:
                 raise self._lost(exc) from None

@@ -127,6 +127,28 @@ async def test_a_killed_engine_fails_the_requests_it_held_with_503_and_a_new_eng
         assert again.status_code == 200 and again.json()["choices"][0]["token_ids"]
 
 
+async def test_a_stream_whose_engine_died_before_its_first_token_is_answered_503(tiny: tuple[Any, Any]) -> None:
+    """The head of a stream waits for its first token, so a stream the dead engine held is a plain 503 (which
+    OpenAI's clients retry), not an error event after a 200."""
+    model, tokenizer = tiny
+    backend = LocalBackend(model, tokenizer, model_id="tiny")
+    async with PolicyServer(backend) as server, \
+            httpx.AsyncClient(base_url=server.base_url, timeout=DEADLINE_S) as client:
+        pid, sent = backend.engine.pid, backend.engine.batches_sent
+        os.kill(pid, signal.SIGSTOP)  # the engine takes the batch but samples nothing
+        held = asyncio.ensure_future(client.post("/chat/completions", json=chat_body(
+            "tell me", temperature=1.0, seed=1, max_tokens=20, stream=True)))
+        await _until(lambda: backend.engine.batches_sent > sent, "the batch to reach the engine")
+        os.kill(pid, signal.SIGKILL)
+        failed = await held
+        assert failed.status_code == 503, failed.text
+        error = failed.json()["error"]
+        assert error["code"] == "engine_restarted" and str(pid) in error["message"] and "SIGKILL" in error["message"]
+        again = await client.post("/chat/completions", json=chat_body(
+            "tell me", temperature=1.0, seed=1, max_tokens=20, stream=True))
+        assert again.status_code == 200 and "data: [DONE]" in again.text and backend.engine.pid != pid
+
+
 _PARENT = textwrap.dedent("""
     import sys
     from transformers import AutoModelForCausalLM, AutoTokenizer
