@@ -7,8 +7,9 @@ recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn p
 
 ``"stream": true`` answers with server-sent events (:mod:`._openai_stream`); the turn recorded is the one the
 same call without streaming records. The head is sent with the first token, so what fails before it (an engine
-that died holding the request: 503) is a plain HTTP error; after it, an error event. A client that leaves mid-stream stops the generation, and what it had been
-sent is recorded as a cut turn (``finish_reason="abort"``, metadata ``cut``).
+that died holding the request: 503) is a plain HTTP error; after it, an error event. A client that leaves
+mid-stream stops the generation, and what it had been sent is recorded as a cut turn (``finish_reason="abort"``,
+metadata ``cut``).
 
 With a ``token`` (argument, file or ``$OPENENV_TRAIN_POLICY_TOKEN``) every route but ``/health`` requires it:
 an OpenAI client passes ``api_key="<token>:<session id>"`` (or ``api_key="<token>"`` plus an
