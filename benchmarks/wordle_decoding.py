@@ -4,8 +4,10 @@ guessed, scored by the model's own (unconstrained) log-probability of the whole 
 
 Width 1 is the recipe's greedy decoding exactly (each letter the most probable one that still begins a valid word
 not guessed before: the ``guided_choice`` constraint), so its win rate is the recipe's held-out figure for that
-checkpoint. For width 1 the script also looks at every guess that does not fit the marks while some answer does:
-how often the model scores a fitting answer above the word it wrote, and by how many nats.
+checkpoint. For every width it counts the guesses after the opening that fit the marks: the first, those after a
+guess that fit or missed, and those with one answer left (the secret) or more. For width 1 it also looks at every
+guess that does not fit the marks while some answer does: how often the model scores a fitting answer above the
+word it wrote, and by how many nats.
 
     python benchmarks/wordle_decoding.py runs/grpo-wordle/checkpoints/sft --widths 1 4 16
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +103,18 @@ def main() -> None:
     player, words, answer_set = Player(args.checkpoint), frozenset(valid_guesses()), set(answers())
     for width in args.widths:
         wins, gaps, misses = 0, [], 0
+        fit = Counter[tuple[str, bool]]()  # (what came before, whether the guess fits the marks)
         for secret in held:
             history: list[tuple[str, str]] = []
+            before = "first"
             for turn in range(6):
                 guess = opening[turn] if turn < len(opening) else player.beam(history, words, width)
                 fits = [w for w in answer_set - {g for g, _ in history} if consistent(w, history)]
+                if turn >= len(opening):
+                    fitted = consistent(guess, history)
+                    fit[before, fitted] += 1
+                    fit["one answer left" if len(fits) == 1 else "more", fitted] += 1
+                    before = "after a fit" if fitted else "after a miss"
                 if width == 1 and turn >= len(opening) and fits and not consistent(guess, history):
                     misses += 1
                     mine, *theirs = player.scores(history, [guess, *fits])
@@ -114,6 +124,9 @@ def main() -> None:
                     wins += 1
                     break
         print(f"width {width}: {wins} of {len(held)} held-out games won")
+        print("  guesses after the opening that fit the marks: " + "; ".join(
+            f"{when} {fit[when, True]} of {fit[when, True] + fit[when, False]}"
+            for when in ("first", "after a fit", "after a miss", "one answer left", "more")))
         if gaps:
             better = sum(g > 0 for g in gaps)
             print(f"  {misses} guesses after the opening did not fit the marks while an answer did; in {better} "
