@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 import pytest
 
-from openenv_train.policy import EndpointConfig
+from openenv_train.policy import Continuation, EndpointConfig, LocalBackend, LocalConfig, parse_chat_request
 from openenv_train.trace import CaptureStore, TrainingTurn
 from tests.policy.conftest import ADD_TOOL, serve
 
@@ -122,3 +123,28 @@ async def test_an_edited_history_is_rendered_afresh(taught: tuple[Any, Any]) -> 
     second = store.close_session("episode").turns[1]
     assert second.metadata["continued_from"] is None
     assert second.prompt_token_ids == tokenizer.apply_chat_template(edited, add_generation_prompt=True, return_dict=False)
+
+
+@pytest.mark.parametrize("rewrites", [False, True])
+def test_a_continued_prompt_tokenises_only_what_follows_the_earlier_turn(tiny: tuple[Any, Any],
+                                                                         rewrites: bool) -> None:
+    """The ids after the earlier turn are those of the whole rendered prompt; a template that rewrites earlier
+    turns (here: it opens with the message count) gets the whole prompt rendered, with no continuation."""
+    model, tokenizer = tiny
+    tokenizer = copy.deepcopy(tokenizer)
+    if rewrites:
+        tokenizer.chat_template = "{{ messages | length }}" + tokenizer.chat_template
+    backend = LocalBackend(model, tokenizer, config=LocalConfig(engine="thread"))
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "crane"},
+                {"role": "user", "content": "XYXXG"}]
+    full = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
+    head = tokenizer.apply_chat_template(messages[:2], return_dict=False)
+    end = max(i for i, t in enumerate(head) if t == tokenizer.eos_token_id)
+    for earlier in (head[:end + 1], head[:end]):  # the earlier reply with and without its end token
+        request = parse_chat_request({"model": "tiny", "messages": messages})
+        request.continuation = Continuation(tuple(earlier), 2, "n")
+        ids, node = backend.render(request)
+        if rewrites:
+            assert (ids, node) == (full, None)
+        else:
+            assert (ids, node) == (earlier + full[end + 1 if earlier[-1] == tokenizer.eos_token_id else end:], "n")
