@@ -115,10 +115,10 @@ def main() -> None:
                     fit[before, fitted] += 1
                     fit["one answer left" if len(fits) == 1 else "more", fitted] += 1
                     before = "after a fit" if fitted else "after a miss"
-                if width == 1 and turn >= len(opening) and fits and not consistent(guess, history):
-                    misses += 1
-                    mine, *theirs = player.scores(history, [guess, *fits])
-                    gaps.append(max(theirs) - mine)
+                    if width == 1 and fits and not fitted:
+                        misses += 1
+                        mine, *theirs = player.scores(history, [guess, *fits])
+                        gaps.append(max(theirs) - mine)
                 history.append((guess, feedback(guess, secret)))
                 if guess == secret:
                     wins += 1
