@@ -29,6 +29,7 @@ from ._errors import (
     TokenLimitExceeded,
     UpstreamFailed,
 )
+from ._guide import read_in_order, spell_in_order
 from ._local import LocalBackend, LocalConfig
 from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request, v1_url
@@ -96,6 +97,8 @@ __all__ = [
     "parse_chat_request",
     "parse_tool_calls",
     "policy_endpoint",
+    "read_in_order",
+    "spell_in_order",
     "teach_tiny_model",
     "v1_url",
 ]

@@ -1,8 +1,10 @@
 """Constrained-decoding fields of a chat request (vLLM's names), validated into a :class:`Constraint`.
 
 Accepted: ``guided_choice: [...]`` and ``guided_regex: "..."`` (vLLM's OpenAI server), and the newer
-``structured_outputs: {"choice": [...]}`` / ``{"regex": "..."}``. Other structured-output kinds (``json``,
-``grammar``, ...) are left in the body: an upstream backend forwards them, the local backend refuses them.
+``structured_outputs: {"choice": [...]}`` / ``{"regex": "..."}``. Ours: ``guided_choice_order: "any"`` beside a
+choice list writes a choice's characters in any order, each after its position (the local backend enforces it).
+Other structured-output kinds (``json``, ``grammar``, ...) are left in the body: an upstream backend forwards them,
+the local backend refuses them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from ._types import Constraint
 __all__ = ["CONSTRAINT_FIELDS", "UNSUPPORTED_LOCALLY", "parse_constraint", "unsupported_locally"]
 
 #: The body fields that carry a decoding constraint.
-CONSTRAINT_FIELDS = ("guided_choice", "guided_regex", "guided_json", "guided_grammar", "structured_outputs")
+CONSTRAINT_FIELDS = ("guided_choice", "guided_regex", "guided_json", "guided_grammar", "structured_outputs",
+                     "guided_choice_order")
 
 #: Structured-output fields a local model cannot enforce (only choice and regex are implemented).
 UNSUPPORTED_LOCALLY = ("guided_json", "guided_grammar", "structured_outputs.json", "structured_outputs.grammar",
@@ -76,6 +79,11 @@ def parse_constraint(body: Mapping[str, Any]) -> Constraint | None:
         InvalidRequest: more than one constraint, an empty or non-string choice, a regex that does not compile.
     """
     found = _fields(body)
+    order = body.get("guided_choice_order")
+    if order is not None and (order not in ("given", "any") or not any(k.endswith("choice") for k in found)):
+        raise InvalidRequest(f"'guided_choice_order' must be \"given\" or \"any\" and come with a choice list "
+                             f"(guided_choice); got {_short(order)} with {', '.join(sorted(found)) or 'no constraint'}",
+                             param="guided_choice_order")
     if not found:
         return None
     if len(found) > 1:
@@ -83,7 +91,7 @@ def parse_constraint(body: Mapping[str, Any]) -> Constraint | None:
                              "choices or a regex), not both", param=sorted(found)[1])
     ((name, value),) = found.items()
     if name.endswith("choice"):
-        return Constraint(choices=_choices(name, value), field=name)
+        return Constraint(choices=_choices(name, value), field=name, order=order or "given")
     return Constraint(regex=_regex(name, value), field=name)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ._engine_core import CoreSettings, PrefixStats
 from ._generation import Row, RowOutput, RowStream
-from ._guide import ChoiceGuide, ExcludingGuide, Guide
+from ._guide import Guide
 
 __all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "GuideRef", "GuideSender", "GuideStore",
            "Hello", "Setup", "Started", "Tokens", "wire_rows"]
@@ -55,7 +55,7 @@ class Hello:
 @dataclass(frozen=True)
 class GuideRef:
     """A row's guide by number: the endpoint's guide ``key`` (built from ``constraint``, sent the first time),
-    less the choices whose token ids are ``dropped`` (an :class:`~._guide.ExcludingGuide`), when set."""
+    less the choices whose token ids are ``dropped`` (``Guide.excluding``), when set."""
 
     key: int
     constraint: Any = None
@@ -133,7 +133,7 @@ class GuideSender:
 
     def ref(self, guide: Guide) -> GuideRef | None:
         """``guide`` by number (None when it has no constraint to build it from)."""
-        base, dropped = (guide.base, tuple(tuple(d) for d in guide.dropped)) if isinstance(guide, ExcludingGuide) \
+        base, dropped = (guide.base, tuple(tuple(d) for d in guide.dropped)) if guide.base is not None \
             else (guide, None)
         if base.source is None:
             return None
@@ -179,10 +179,7 @@ class GuideStore:
         if ref.constraint is not None:
             self._guides[ref.key] = self.build(ref.constraint)
         base = self._guides[ref.key]
-        if ref.dropped is None:
-            return base
-        assert isinstance(base, ChoiceGuide)
-        return ExcludingGuide(base, [list(d) for d in ref.dropped])
+        return base if ref.dropped is None else base.excluding([list(d) for d in ref.dropped])
 
     def forget(self, keys: list[int]) -> None:
         """Drop guides the endpoint no longer numbers."""

@@ -5,6 +5,11 @@
   by the end-of-turn token: the completion is exactly one choice, spelled as the tokenizer spells it, then the
   end of the turn. A choice whose canonical ids do not decode back to it, or that contains special tokens, is
   refused (400).
+- A **choice list in any order** (``guided_choice_order: "any"``, equal-length choices whose characters are single
+  tokens): the completion writes one choice's characters in an order the model picks, each after the marker of its
+  1-based position (``2r3e4s5h1f`` spells ``fresh``), every position once, then the end token. At each step the
+  markers of the positions not written yet are allowed, and after a marker the characters some remaining choice has
+  there: a position the written characters already determine is forced.
 - A **regex** is enforced on the text: at each step the allowed tokens are those whose text keeps the completion
   a prefix of some full match (``regex``'s partial matching), and the end token once it fullmatches. Only tokens
   that decode to whole characters on their own take part (a byte-level token holding half a UTF-8 character is
@@ -18,6 +23,7 @@ Tries are cached by content (the list in its order; and each string's ids), so a
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidRequest
@@ -26,7 +32,7 @@ from ._types import Constraint
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ChoiceGuide", "ExcludingGuide", "Guide", "GuideCache", "RegexGuide"]
+__all__ = ["ChoiceGuide", "ExcludingGuide", "Guide", "GuideCache", "RegexGuide", "SlotGuide", "read_in_order", "spell_in_order"]
 
 #: The state of a row that has produced the end token.
 DONE = -1
@@ -38,6 +44,10 @@ class Guide:
     end_id: int
     source: Constraint | None = None
     """The constraint it was built from (set by :class:`GuideCache`): another process builds the same guide from it."""
+    base: Guide | None = None
+    """The cached guide this one is less a few choices of (:meth:`excluding`), else None."""
+    dropped: list[list[int]] = []  # noqa: RUF012 (never mutated: a guide that drops choices gets its own list)
+    """The dropped choices' canonical token ids, when ``base`` is set."""
 
     def start(self) -> Any:
         """The state before the first completion token."""
@@ -50,6 +60,10 @@ class Guide:
     def advance(self, state: Any, token: int) -> Any:
         """The state after ``token`` (one of ``allowed(state)``)."""
         raise NotImplementedError
+
+    def excluding(self, dropped: list[list[int]]) -> Guide:
+        """This guide less the choices whose canonical token ids are ``dropped`` (choice guides only)."""
+        raise TypeError(f"{type(self).__name__} has no choices to drop")
 
 
 class ChoiceGuide(Guide):
@@ -89,6 +103,9 @@ class ChoiceGuide(Guide):
     def advance(self, state: int, token: int) -> int:
         return DONE if token == self.end_id else self.children[state][token]
 
+    def excluding(self, dropped: list[list[int]]) -> Guide:
+        return ExcludingGuide(self, dropped)
+
     def subtree_counts(self) -> list[int]:
         """Complete sequences under each node (computed once; children are numbered after their parents)."""
         if self._counts is None:
@@ -104,7 +121,7 @@ class ExcludingGuide(Guide):
     only the nodes on the dropped sequences' paths get new allowed ids, so no trie is rebuilt per request."""
 
     def __init__(self, base: ChoiceGuide, dropped: list[list[int]]) -> None:
-        self.base, self.end_id, self.dropped = base, base.end_id, dropped
+        self.trie, self.base, self.end_id, self.dropped = base, base, base.end_id, dropped
         counts = base.subtree_counts()
         self._left: dict[int, int] = {}  # node -> choices left under it, for nodes on a dropped path
         self._dead: set[int] = set()  # nodes where a dropped choice ends
@@ -123,19 +140,139 @@ class ExcludingGuide(Guide):
 
     def allowed(self, state: int) -> torch.Tensor:
         if state not in self._left:
-            return self.base.allowed(state)
+            return self.trie.allowed(state)
         ids = self._allowed.get(state)
         if ids is None:
             import torch
 
-            ok = [t for t, child in self.base.children[state].items() if self._left.get(child, self._counts[child]) > 0]
-            if self.base.terminal[state] and state not in self._dead:
+            ok = [t for t, child in self.trie.children[state].items() if self._left.get(child, self._counts[child]) > 0]
+            if self.trie.terminal[state] and state not in self._dead:
                 ok.append(self.end_id)
             ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
         return ids
 
     def advance(self, state: int, token: int) -> int:
-        return self.base.advance(state, token)
+        return self.trie.advance(state, token)
+
+
+def spell_in_order(word: str, order: Sequence[int]) -> str:
+    """``word`` as :class:`SlotGuide` spells it: each character, in ``order`` (0-based positions), after the
+    1-based number of its position.
+
+    >>> spell_in_order("fresh", [1, 2, 3, 4, 0])
+    '2r3e4s5h1f'
+    """
+    return "".join(f"{i + 1}{word[i]}" for i in order)
+
+
+def read_in_order(text: str, length: int) -> str | None:
+    """The word a reply in :func:`spell_in_order`'s form spells, or None when it is not one (a position missing,
+    repeated or out of range, or text between the pairs).
+
+    >>> read_in_order("2r3e4s5h1f", 5), read_in_order("fresh", 5)
+    ('fresh', None)
+    """
+    if len(text) != 2 * length:
+        return None
+    letters: dict[int, str] = {}
+    for k in range(0, len(text), 2):
+        digit, char = text[k], text[k + 1]
+        if not digit.isdigit() or not 1 <= int(digit) <= length or int(digit) in letters:
+            return None
+        letters[int(digit)] = char
+    return "".join(letters[p] for p in range(1, length + 1))
+
+
+class SlotGuide(Guide):
+    """Equal-length choices, each character written after its position's marker, positions in any order.
+
+    The state is (the character code written at each position, -1 where none yet; the position whose marker was
+    just written, -1 when none). Allowed ids are cached per state; the choices still possible per set of written
+    characters are a boolean mask over the choices, cached too.
+
+    Args:
+        codes: ``(choices, length)`` array: each choice's characters as indices into ``char_ids``.
+        markers: Token id of each position's marker (``"1"``, ``"2"``, ...).
+        char_ids: Token id of each character index.
+        end_id: The end-of-turn token.
+        keep: Which choices take part (None: all).
+        max_states: Cached states kept (least recently used dropped first).
+    """
+
+    def __init__(self, codes: Any, markers: Sequence[int], char_ids: Sequence[int], end_id: int, keep: Any = None,
+                 *, max_states: int = 65536) -> None:
+        import numpy as np
+
+        self.codes, self.markers, self.char_ids, self.end_id = codes, list(markers), list(char_ids), end_id
+        self.keep = np.ones(len(codes), dtype=bool) if keep is None else keep
+        self.max_states = max_states
+        self._position = {m: p for p, m in enumerate(self.markers)}
+        self._code = {t: c for c, t in enumerate(self.char_ids)}
+        self._rows: dict[bytes, int] | None = None
+        self._allowed: OrderedDict[Any, torch.Tensor] = OrderedDict()
+        self._masks: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def start(self) -> tuple[tuple[int, ...], int]:
+        return (-1,) * self.codes.shape[1], -1
+
+    def _alive(self, written: tuple[int, ...]) -> Any:
+        mask = self._masks.get(written)
+        if mask is None:
+            last = max((p for p, c in enumerate(written) if c >= 0), default=-1)
+            if last < 0:
+                mask = self.keep
+            else:
+                parent = self._alive((*written[:last], -1, *written[last + 1:]))
+                mask = parent & (self.codes[:, last] == written[last])
+            self._masks[written] = mask
+            if len(self._masks) > self.max_states:
+                self._masks.popitem(last=False)
+        else:
+            self._masks.move_to_end(written)
+        return mask
+
+    def allowed(self, state: tuple[tuple[int, ...], int]) -> torch.Tensor:
+        ids = self._allowed.get(state)
+        if ids is None:
+            import numpy as np
+            import torch
+
+            written, pending = state
+            alive = self._alive(written)
+            if not alive.any():
+                ok: list[int] = []
+            elif pending >= 0:
+                ok = [self.char_ids[c] for c in np.unique(self.codes[alive, pending])]
+            elif all(c >= 0 for c in written):
+                ok = [self.end_id]
+            else:
+                ok = [m for m, c in zip(self.markers, written, strict=True) if c < 0]
+            ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
+            if len(self._allowed) > self.max_states:
+                self._allowed.popitem(last=False)
+        return ids
+
+    def advance(self, state: tuple[tuple[int, ...], int], token: int) -> tuple[tuple[int, ...], int] | int:
+        if token == self.end_id:
+            return DONE
+        written, pending = state
+        if pending < 0:
+            return written, self._position[token]
+        return (*written[:pending], self._code[token], *written[pending + 1:]), -1
+
+    def excluding(self, dropped: list[list[int]]) -> SlotGuide:
+        import numpy as np
+
+        if self._rows is None:
+            self._rows = {row.tobytes(): i for i, row in enumerate(self.codes)}
+        keep = self.keep.copy()
+        for ids in dropped:
+            row = self._rows.get(np.array([self._code[t] for t in ids], dtype=self.codes.dtype).tobytes())
+            if row is not None:
+                keep[row] = False
+        guide = SlotGuide(self.codes, self.markers, self.char_ids, self.end_id, keep, max_states=self.max_states)
+        guide.base, guide.dropped, guide._rows = self, dropped, self._rows
+        return guide
 
 
 class RegexGuide(Guide):
@@ -195,15 +332,21 @@ class GuideCache:
             InvalidRequest: a choice the tokenizer cannot produce, or a regex that matches nothing it can.
         """
         key: Any = constraint.choices if constraint.choices is not None else constraint.regex  # str or tuple
+        kind = SlotGuide if constraint.order == "any" else ChoiceGuide
+        if kind is SlotGuide:
+            key = ("any", key)
         guide = self._guides.get(key)
         if guide is not None:
             self._guides.move_to_end(key)
             return guide
         if constraint.choices is not None:
-            guide = self._subset(constraint.choices)  # not cached: cheap to make, it would crowd out the full lists
+            guide = self._subset(constraint.choices, kind)  # not cached: cheap to make, would crowd out the full lists
             if guide is not None:
                 return guide
-        guide = self._choices(constraint) if constraint.choices is not None else self._regex(constraint)
+        if constraint.choices is None:
+            guide = self._regex(constraint)
+        else:
+            guide = self._slots(constraint) if kind is SlotGuide else self._choices(constraint)
         guide.source = constraint
         self._guides[key] = guide
         if len(self._guides) > self.max_guides:
@@ -211,22 +354,24 @@ class GuideCache:
             self._sets.pop(old, None)
         return guide
 
-    def _subset(self, choices: tuple[str, ...], most_dropped: int = 64) -> Guide | None:
-        """A cached choice guide less a few choices (a caller that drops words already played from one list)."""
+    def _subset(self, choices: tuple[str, ...], kind: type, most_dropped: int = 64) -> Guide | None:
+        """A cached choice guide of ``kind`` less a few choices (a caller that drops words already played from one
+        list)."""
         wanted: frozenset[str] | None = None
         for key, guide in reversed(self._guides.items()):
-            if not (isinstance(guide, ChoiceGuide) and len(choices) < len(key) <= len(choices) + most_dropped):
+            listed = key[1] if kind is SlotGuide else key
+            if not (type(guide) is kind and len(choices) < len(listed) <= len(choices) + most_dropped):
                 continue
             wanted = frozenset(choices) if wanted is None else wanted
             base = self._sets.get(key)
             if base is None:
-                base = self._sets[key] = frozenset(key)
+                base = self._sets[key] = frozenset(listed)
             if len(wanted) == len(choices) and wanted <= base:
                 dropped = [self._ids.get(c) for c in base - wanted]
                 if any(ids is None for ids in dropped):
                     continue  # the string cache was cleared since: build the list afresh
                 self._guides.move_to_end(key)
-                return ExcludingGuide(guide, dropped)  # type: ignore[arg-type]
+                return guide.excluding(dropped)  # type: ignore[arg-type]
         return None
 
     def _choices(self, constraint: Constraint) -> ChoiceGuide:
@@ -247,6 +392,32 @@ class GuideCache:
                         param=constraint.field.partition(".")[0])
                 self._ids[choice] = list(ids)
         return ChoiceGuide([self._ids[c] for c in choices], self.end_id)
+
+    def _slots(self, constraint: Constraint) -> SlotGuide:
+        import numpy as np
+
+        choices = list(dict.fromkeys(constraint.choices or ()))
+        name = constraint.field.partition(".")[0]
+        length = len(choices[0])
+        if length > 9 or any(len(c) != length for c in choices):
+            odd = next((c for c in choices if len(c) != length), choices[0])
+            raise InvalidRequest(f"'guided_choice_order: any' needs choices of one length, at most 9 characters (a "
+                                 f"position is one digit); {odd!r} has {len(odd)} and {choices[0]!r} {length}",
+                                 param=name)
+        alphabet = sorted(set("".join(choices)))
+        vocab = self.tokenizer.get_vocab()
+        ids = {c: vocab.get(c) for c in [*alphabet, *(str(p + 1) for p in range(length))]}
+        missing = [c for c, i in ids.items() if i is None or i in self._refused]
+        if missing:
+            raise InvalidRequest(f"'guided_choice_order: any' needs every character of the choices and the position "
+                                 f"digits as single tokens of this model's tokenizer; {missing[:8]} are not",
+                                 param=name)
+        index = {c: i for i, c in enumerate(alphabet)}
+        codes = np.array([[index[c] for c in choice] for choice in choices], dtype=np.int16)
+        for choice in choices:  # the canonical ids _subset names dropped choices by
+            self._ids.setdefault(choice, [ids[c] for c in choice])  # type: ignore[misc]
+        return SlotGuide(codes, [ids[str(p + 1)] for p in range(length)], [ids[c] for c in alphabet],  # type: ignore[misc]
+                         self.end_id)
 
     def _encode_decode(self, texts: list[str]) -> tuple[list[list[int]], list[str]]:
         """Canonical ids of each text and what they decode to (the Rust tokenizer directly when there is one: the

@@ -77,11 +77,15 @@ class Constraint:
     """The completion fullmatches this pattern (vLLM's ``guided_regex``)."""
     field: str = "guided_choice"
     """The request field it came from, named in errors (``guided_choice``, ``structured_outputs.regex``, ...)."""
+    order: str = "given"
+    """``given``: a choice is written as it is; ``any`` (``guided_choice_order``, ours): its characters in any order,
+    each after its 1-based position (``2r3e4s5h1f`` for ``fresh``; :func:`~openenv_train.policy.spell_in_order`)."""
 
     def describe(self) -> dict[str, Any]:
         """A short JSON summary for turn metadata (the list itself is in the recorded request)."""
         if self.choices is not None:
-            return {"kind": "choice", "field": self.field, "choices": len(self.choices)}
+            return {"kind": "choice", "field": self.field, "choices": len(self.choices),
+                    **({"order": self.order} if self.order != "given" else {})}
         return {"kind": "regex", "field": self.field, "regex": self.regex}
 
 

@@ -81,6 +81,7 @@ class UpstreamBackend:
             InvalidRequest: the upstream refused the request (4xx).
             UpstreamFailed: the upstream failed, timed out or could not be reached.
         """
+        _forwardable(request)
         start = time.perf_counter()
         body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
         body["model"] = self.model or body.get("model") or await self._first_model()
@@ -104,6 +105,7 @@ class UpstreamBackend:
             InvalidRequest: the upstream refused the request (4xx), before the first event.
             UpstreamFailed: the upstream failed, timed out, could not be reached, or broke off its stream.
         """
+        _forwardable(request)
         start = time.perf_counter()
         body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
         body["model"] = self.model or body.get("model") or await self._first_model()
@@ -182,6 +184,12 @@ class UpstreamBackend:
         """Close the connection pool (a later call opens a new one)."""
         await self._chat.aclose()
 
+
+def _forwardable(request: ChatRequest) -> None:
+    """Refuse what an OpenAI-compatible server would ignore rather than enforce."""
+    if request.constraint is not None and request.constraint.order != "given":
+        raise InvalidRequest("'guided_choice_order' is enforced only by a local model (LocalBackend); an upstream "
+                             "server would ignore it: drop it, or serve the model locally", param="guided_choice_order")
 
 def _refusal(status: int, data: Any) -> Exception:
     error = data.get("error") if isinstance(data, dict) else None

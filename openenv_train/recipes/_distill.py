@@ -5,7 +5,10 @@ sample alone (hard labels) makes a small model learn that distribution slowly, o
 letter position is trained on the exact distribution the teacher drew from: among the words it draws from (the
 answers that fit every mark so far, else the valid words that do) that start with the letters already written,
 the share that continues with each letter. That is the same objective in expectation, with far less noise per
-token. It needs a character-level tokenizer (a letter is a token); other tokenizers train on the sampled
+token. With guesses written in any order (the recipe's ``order: any``) the letter after a position's marker is
+trained on the letters the teacher's words have there among those that agree with the letters already written,
+and each marker on the teacher's order distribution: uniform over the positions not yet written (the opening's
+fixed words: left to right). It needs a character-level tokenizer (a letter is a token); other tokenizers train on the sampled
 conversations instead.
 """
 
@@ -18,11 +21,21 @@ from typing import Any
 from ._teacher import ConsistentTeacher
 from ._wordle import teacher_conversation
 
-__all__ = ["DistillCollator", "distill_trainer", "games_dataset", "teacher_dataset"]
+__all__ = ["DistillCollator", "distill_trainer", "games_dataset", "guess_orders", "teacher_dataset"]
 
 
-def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, seed: int = 0) -> Any:
-    """Teacher games as a ``datasets.Dataset`` (columns ``guesses`` and ``marks``) for :class:`DistillCollator`,
+def guess_orders(games: Sequence[Sequence[tuple[str, str]]], opening: int, seed: int) -> list[list[list[int]]]:
+    """For every guess of every game the order its letters are written in (0-based positions): left to right for
+    the ``opening`` fixed guesses, a uniformly random order for each later one."""
+    rng = random.Random(seed)
+    return [[list(range(len(g))) if k < opening else rng.sample(range(len(g)), len(g)) for k, (g, _) in enumerate(game)]
+            for game in games]
+
+
+def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, seed: int = 0,
+                  orders: Sequence[Sequence[Sequence[int]]] | None = None) -> Any:
+    """Teacher games as a ``datasets.Dataset`` (columns ``guesses`` and ``marks``, and ``orders`` when given: each
+    guess's written order as a string of positions) for :class:`DistillCollator`,
     ordered so that every run of ``batch_size`` rows holds games of one length (a game's token count follows from
     its number of guesses): read sequentially, no batch wastes compute on padding or needs an attention mask. The
     batches are shuffled; the few games left over per length close the dataset."""
@@ -41,8 +54,10 @@ def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, s
         rest += rows[full:]
     rng.shuffle(batches)
     order = [i for batch in batches for i in batch] + rest
-    return datasets.Dataset.from_dict({"guesses": [[g for g, _ in games[i]] for i in order],
-                                       "marks": [[m for _, m in games[i]] for i in order]})
+    columns = {"guesses": [[g for g, _ in games[i]] for i in order], "marks": [[m for _, m in games[i]] for i in order]}
+    if orders is not None:
+        columns["orders"] = [["".join(map(str, o)) for o in orders[i]] for i in order]
+    return datasets.Dataset.from_dict(columns)
 
 
 class DistillCollator:
@@ -60,28 +75,39 @@ class DistillCollator:
         vocab = tokenizer.get_vocab()
         self.vocab_size = len(tokenizer)
         self.letter_ids = np.array([vocab[chr(97 + i)] for i in range(26)])
+        self.marker_ids = np.array([vocab[str(p + 1)] for p in range(5)])
         self.end_id = vocab[tokenizer.eos_token]
         self.pad_id = tokenizer.pad_token_id
         self.letters = np.array([[ord(c) - 97 for c in w] for w in teacher.words], dtype=np.int8)
 
-    def _game_targets(self, history: Sequence[tuple[str, str]]) -> list[Any]:
-        """Per assistant token of the game, in order: the teacher's distribution over the 26 letters (a numpy
-        vector; one-hot on the opening's fixed words), or None for the end-of-turn token (always the end)."""
+    def _game_targets(self, history: Sequence[tuple[str, str]], orders: Sequence[str] | None = None) -> list[Any]:
+        """Per assistant token of the game, in order: (token ids, the teacher's distribution over them) — the 26
+        letters (one-hot on the opening's fixed words) or, with ``orders``, the 5 position markers — or None for the
+        end-of-turn token (always the end)."""
         import numpy as np
 
         teacher = self.teacher
         candidates = np.arange(len(teacher.words))
         out: list[Any] = []
         for turn, (guess, marks) in enumerate(history):
-            if turn < len(teacher.opening):
-                out += [np.eye(26, dtype=np.float32)[ord(letter) - 97] for letter in guess]
-            else:
-                rows = self.letters[teacher.choices(candidates)]
-                alive = np.ones(len(rows), dtype=bool)
-                for j, letter in enumerate(guess):
+            written = [int(p) for p in orders[turn]] if orders is not None else range(len(guess))
+            fixed = turn < len(teacher.opening)
+            rows = self.letters[teacher.choices(candidates)]
+            alive = np.ones(len(rows), dtype=bool)
+            left = set(range(len(guess)))
+            for j in written:
+                if orders is not None:
+                    marker = np.eye(5, dtype=np.float32)[j] if fixed else \
+                        np.isin(np.arange(5), list(left)).astype(np.float32) / len(left)
+                    out.append((self.marker_ids, marker))
+                    left.discard(j)
+                letter = ord(guess[j]) - 97
+                if fixed:
+                    out.append((self.letter_ids, np.eye(26, dtype=np.float32)[letter]))
+                else:
                     counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
-                    out.append(counts / counts.sum())
-                    alive &= rows[:, j] == ord(letter) - 97
+                    out.append((self.letter_ids, counts / counts.sum()))
+                    alive &= rows[:, j] == letter
             out.append(None)
             candidates = candidates[teacher.row(guess)[candidates] == teacher.code(marks)]
         return out
@@ -91,17 +117,20 @@ class DistillCollator:
         import torch
 
         games = [list(zip(row["guesses"], row["marks"], strict=True)) for row in rows]
-        encoded = [self._encode(self.tokenizer, teacher_conversation(g, self.system_prompt)) for g in games]
+        orders = [row.get("orders") for row in rows]
+        encoded = [self._encode(self.tokenizer, teacher_conversation(
+            g, self.system_prompt, None if o is None else [[int(p) for p in w] for w in o]))
+            for g, o in zip(games, orders, strict=True)]
         width = max(len(ids) for ids, _ in encoded)
         ids = np.full((len(games), width), self.pad_id, dtype=np.int64)
         attention = np.zeros((len(games), width), dtype=np.int64)
         labels = np.full((len(games), width), -100, dtype=np.int64)
         targets = np.zeros((len(games), width, self.vocab_size), dtype=np.float32)
-        for b, ((row, mask), game) in enumerate(zip(encoded, games, strict=True)):
+        for b, ((row, mask), game, order) in enumerate(zip(encoded, games, orders, strict=True)):
             ids[b, :len(row)] = row
             attention[b, :len(row)] = 1
             positions = [k for k, m in enumerate(mask) if m]
-            dists = self._game_targets(game)
+            dists = self._game_targets(game, order)
             if len(positions) != len(dists):
                 raise AssertionError(f"{len(positions)} assistant tokens for {len(dists)} targets in game {game}")
             for k, dist in zip(positions, dists, strict=True):
@@ -109,7 +138,7 @@ class DistillCollator:
                 if dist is None:
                     targets[b, k - 1, self.end_id] = 1.0  # logits at k-1 predict token k
                 else:
-                    targets[b, k - 1, self.letter_ids] = dist
+                    targets[b, k - 1, dist[0]] = dist[1]
         batch = {"input_ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels),
                  "targets": torch.from_numpy(targets)}
         if not attention.all():  # a mask costs ~15% of a CPU step; rows of one length need none
@@ -138,10 +167,11 @@ def distill_trainer() -> type:
 
 
 def teacher_dataset(tokenizer: Any, secrets: Sequence[str], *, opening: Sequence[str], system_prompt: str | None,
-                    distill: bool, batch_size: int, seed: int) -> tuple[Any, Any, Any]:
+                    distill: bool, batch_size: int, seed: int, order: str = "given") -> tuple[Any, Any, Any]:
     """Teacher games on ``secrets`` (never a held-out word; answers or other valid guesses) as (dataset, collator,
     trainer class): the teacher's next-letter distributions when ``distill`` and the tokenizer is a character one,
-    else the sampled conversations (TRL renders them; collator and trainer class are None)."""
+    else the sampled conversations (TRL renders them; collator and trainer class are None). With ``order`` ``any``
+    each guess after the opening is written in a random order (:func:`guess_orders`)."""
     import datasets
 
     from ..envs.wordle import answers
@@ -152,8 +182,10 @@ def teacher_dataset(tokenizer: Any, secrets: Sequence[str], *, opening: Sequence
     teacher = ConsistentTeacher(known, opening, extra=sorted(set(secrets) - set(known)))
     rng = random.Random(seed)
     games = [teacher.play(secret, rng) for secret in secrets]
+    orders = guess_orders(games, len(opening), seed + 3) if order == "any" else None
     if distill and is_char_tokenizer(tokenizer):
         collator = DistillCollator(tokenizer, teacher, system_prompt)
-        return games_dataset(games, batch_size, seed), collator, distill_trainer()
-    chats = [teacher_conversation(game, system_prompt) for game in games]
+        return games_dataset(games, batch_size, seed, orders), collator, distill_trainer()
+    chats = [teacher_conversation(game, system_prompt, None if orders is None else orders[i])
+             for i, game in enumerate(games)]
     return datasets.Dataset.from_dict({"messages": chats}), None, None

@@ -83,7 +83,8 @@ class WordleGames(Games):
     def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
         from ._wordle import WordleAgent
 
-        super().__init__(cfg.env.url or "wordle", WordleAgent(cfg.constrained, cfg.env.system_prompt, cfg.branch_plan()),
+        super().__init__(cfg.env.url or "wordle", WordleAgent(cfg.constrained, cfg.env.system_prompt, cfg.branch_plan(),
+                                                             cfg.order),
                          cfg.pool_config(sandbox=sandbox_setting(cfg.env.sandbox, cfg.env.url)), out)
 
     def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:

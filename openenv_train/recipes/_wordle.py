@@ -10,6 +10,12 @@ server alike, so ``--env-url`` works with both.
 With ``constrained=True`` each request carries ``guided_choice``: the valid-guess list less the words already
 guessed, a constraint that only removes illegal replies (the policy endpoint enforces it; see the README). Nothing
 here looks at which words fit the feedback: the model has to work that out.
+
+With ``order="any"`` the model writes a guess's letters in an order it picks, each after its position
+(``2r3e4s5h1f`` is ``fresh``; ``guided_choice_order: "any"`` at the endpoint), and the next user message shows the
+guess as a word before its marks (``fresh XGGGG``), so the marks line up with the letters again. The teacher
+supervises the letters, never the order (SFT's games write each guess after the opening in a random order): which
+position to fill first is left to RL.
 """
 
 from __future__ import annotations
@@ -22,15 +28,19 @@ from typing import Any
 
 from ..envs.wordle import feedback, valid_guesses
 from ..envs.wordle.solver import history_from_transcript
+from ..policy import read_in_order, spell_in_order
 from ..trace import TraceRow
 
-__all__ = ["FIRST_TURN", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent", "consistency_turn_rewards", "consistent",
-           "explored_turns", "game_metrics", "render_turn", "teacher_conversation", "wordle_history"]
+__all__ = ["FIRST_TURN", "ORDERS", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent", "consistency_turn_rewards", "consistent",
+           "explored_turns", "game_metrics", "read_guess", "render_turn", "teacher_conversation", "wordle_history",
+           "write_guess"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
 SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with the word. After each guess you see "
                  "one mark per letter: G right spot, Y in the word elsewhere, X not in the word.")
 FIRST_TURN = "go"
+#: How the model writes a guess: ``given`` (the word), ``any`` (its letters in an order it picks, after positions).
+ORDERS = ("given", "any")
 _INVALID = re.compile(r"invalid move\.?\s*(?:Reason:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -63,12 +73,13 @@ def _invalid_reason(fields: Mapping[str, Any]) -> str | None:
     return found.group(1).strip() or "invalid move" if found else None
 
 
-def render_turn(observation: Any) -> str:
-    """The user message for one turn: the first-turn prompt, the marks of the latest guess, or why a guess was
-    refused.
+def render_turn(observation: Any, order: str = "given") -> str:
+    """The user message for one turn: the first-turn prompt, the marks of the latest guess (after the guess as a
+    word when ``order`` is ``any``), or why a guess was refused.
 
-    >>> render_turn({"guesses": ["raise"], "feedback": ["XYXXG"], "remaining_guesses": 5, "invalid_move": None})
-    'XYXXG'
+    >>> obs = {"guesses": ["raise"], "feedback": ["XYXXG"], "remaining_guesses": 5, "invalid_move": None}
+    >>> render_turn(obs), render_turn(obs, "any")
+    ('XYXXG', 'raise XYXXG')
     """
     fields = _fields(observation)
     reason = _invalid_reason(fields)
@@ -77,24 +88,51 @@ def render_turn(observation: Any) -> str:
     history = wordle_history(fields)
     if not history:
         return FIRST_TURN
-    return history[-1][1]
+    return _marks_message(*history[-1], order)
+
+
+def _marks_message(guess: str, marks: str, order: str) -> str:
+    return f"{guess} {marks}" if order == "any" else marks
+
+
+def write_guess(word: str, order: Sequence[int] | None) -> str:
+    """The reply that writes ``word``: the word itself (``order`` None), else its letters in ``order`` (0-based
+    positions), each after its 1-based position.
+
+    >>> write_guess("fresh", None), write_guess("fresh", [1, 2, 3, 4, 0])
+    ('fresh', '2r3e4s5h1f')
+    """
+    return word if order is None else spell_in_order(word, order)
+
+
+def read_guess(reply: str, order: str) -> str:
+    """The word a reply guesses (for ``order`` ``any``, the letters put back in place; a reply not in that form is
+    passed on as written, for the env to refuse)."""
+    text = reply.strip()
+    return (read_in_order(text, 5) or text) if order == "any" else text
 
 
 def _opening(system_prompt: str | None) -> list[dict[str, str]]:
     return [{"role": "system", "content": system_prompt}] if system_prompt else []
 
 
-def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str | None = None) -> list[dict[str, str]]:
-    """The chat :class:`WordleAgent` would have had with a player who made these (guess, marks) moves.
+def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str | None = None,
+                         orders: Sequence[Sequence[int]] | None = None) -> list[dict[str, str]]:
+    """The chat :class:`WordleAgent` would have had with a player who made these (guess, marks) moves; with
+    ``orders`` (one per guess: the 0-based positions in the order written), the chat of ``order="any"``.
 
     >>> [m["content"] for m in teacher_conversation([("raise", "XYXXG"), ("crane", "GGGGG")])]
     ['go', 'raise', 'XYXXG', 'crane']
+    >>> [m["content"] for m in teacher_conversation([("raise", "XYXXG"), ("crane", "GGGGG")],
+    ...                                             orders=[[0, 1, 2, 3, 4], [4, 0, 1, 2, 3]])]
+    ['go', '1r2a3i4s5e', 'raise XYXXG', '5e1c2r3a4n']
     """
+    order = "given" if orders is None else "any"
     messages = [*_opening(system_prompt), {"role": "user", "content": FIRST_TURN}]
     for i, (guess, marks) in enumerate(history):
-        messages.append({"role": "assistant", "content": guess})
+        messages.append({"role": "assistant", "content": write_guess(guess, None if orders is None else orders[i])})
         if marks != "GGGGG" and i + 1 < len(history):
-            messages.append({"role": "user", "content": marks})
+            messages.append({"role": "user", "content": _marks_message(guess, marks, order)})
     return messages
 
 
@@ -140,11 +178,14 @@ class WordleAgent:
         system_prompt: a first system message (none by default).
         branch: in training games, sample only the move :class:`BranchPlan` names and ask for the others greedily
             (``temperature`` 0; the endpoint must let the caller set it).
+        order: ``given`` (reply: the word) or ``any`` (its letters in an order the model picks; see the module).
     """
 
     def __init__(self, constrained: bool = True, system_prompt: str | None = None,
-                 branch: BranchPlan | None = None) -> None:
-        self.constrained, self.system_prompt, self.branch = constrained, system_prompt, branch
+                 branch: BranchPlan | None = None, order: str = "given") -> None:
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        self.constrained, self.system_prompt, self.branch, self.order = constrained, system_prompt, branch, order
 
     async def __call__(self, ctx: Any) -> None:
         result = await ctx.reset()
@@ -153,17 +194,19 @@ class WordleAgent:
         explored = plan.explored(ctx.spec.episode_id) if plan else None
         move = 0
         while not result.done:
-            messages.append({"role": "user", "content": render_turn(result.observation)})
+            messages.append({"role": "user", "content": render_turn(result.observation, self.order)})
             extra: dict[str, Any] = {}
             if self.constrained:
                 guessed = {guess for guess, _ in wordle_history(result.observation)}
                 extra["guided_choice"] = [w for w in _sorted_guesses() if w not in guessed]
+                if self.order == "any":
+                    extra["guided_choice_order"] = "any"
             if plan and move != explored:
                 extra["temperature"] = 0.0
             reply = await ctx.chat(messages, extra=extra or None)
             text = str(reply.message.get("content") or "")
             messages.append({"role": "assistant", "content": text})
-            result = await ctx.step({"message": text})
+            result = await ctx.step({"message": read_guess(text, self.order)})
             move += 1
 
 

@@ -13,7 +13,7 @@ from ..pool import PoolConfig
 from ._config import config_to_dict
 from ._grpo import GRPOSection as GRPOPhase
 from ._training import ModelSection, SFTSection
-from ._wordle import BranchPlan
+from ._wordle import ORDERS, BranchPlan
 
 __all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
            "OutputSection", "PoolSection", "TeacherSection", "recipe_pool"]
@@ -146,6 +146,10 @@ class GrpoWordleConfig:
     constrained: bool = True
     """Restrict every reply, in every phase, to a valid guess not made before (``guided_choice`` at the policy
     endpoint); it removes illegal words only, never ones that contradict the feedback."""
+    order: str = "given"
+    """How the model writes a guess: ``given`` (the word, left to right) or ``any`` (each letter after its position,
+    in an order the model picks: ``2r3e4s5h1f``; SFT teaches the letters in random orders, so the order is left to
+    GRPO; needs ``grpo.per_turn_tokens`` >= 11)."""
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
     pool: PoolConfig = field(default_factory=recipe_pool)
@@ -200,6 +204,11 @@ class GrpoWordleConfig:
     def __post_init__(self) -> None:
         if self.env.sandbox not in ("on", "auto", "off"):
             raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        if self.order == "any" and self.grpo.per_turn_tokens < 11:
+            raise ValueError(f"order=any writes a guess in 11 tokens (5 positions, 5 letters, the end): set "
+                             f"grpo.per_turn_tokens=11 or more (got {self.grpo.per_turn_tokens})")
         defaults = {f.name: f.default for f in dataclasses.fields(PoolConfig)}
         for name, owner in SET_ELSEWHERE.items():
             if getattr(self.pool, name) != defaults[name]:

@@ -52,6 +52,8 @@ class EvalConfig:
     per_turn_tokens: int | None = None
     """Tokens per model turn; null: the GRPO recipe's 8 for the wordle agent, else 64."""
     temperature: float = 0.0
+    order: str = "given"
+    """``wordle`` agent: how the model writes a guess, as the Wordle recipe's ``order`` (``given`` or ``any``)."""
     constrained: bool = True
     """Restrict each reply (``guided_choice``), as the recipes do: the Wordle agent's to a valid guess not made before,
     the action agent's to the env's legal actions; false evaluates the model's own replies."""
@@ -113,7 +115,7 @@ def _agent(kind: str, cfg: EvalConfig) -> Any:
     from ._wordle import WordleAgent
 
     if kind == "wordle":
-        return WordleAgent(cfg.constrained)
+        return WordleAgent(cfg.constrained, order=cfg.order)
     if kind == "action":
         return ActionAgent(constrained=cfg.constrained, history=cfg.history)
     if kind == "tool":
@@ -151,7 +153,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    tokens = cfg.per_turn_tokens or (8 if kind == "wordle" else 64)
+    tokens = cfg.per_turn_tokens or ((11 if cfg.order == "any" else 8) if kind == "wordle" else 64)
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
                             constrained=cfg.constrained)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,

@@ -69,7 +69,8 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
             console.print(f"pool: {cfg.pool.num_actors} actors x {cfg.pool.sessions_per_actor} sessions on "
                           f"{cfg.env.url or 'wordle'} (sandboxed: {games.pool.config.sandbox}); policy endpoint "
                           f"{games.server.base_url}; decoding constraint: "
-                          f"{'valid guesses not made before' if cfg.constrained else 'none'}")
+                          f"{'valid guesses not made before' if cfg.constrained else 'none'}"
+                          f"{'; letters written in any order' if cfg.order == 'any' else ''}")
         with rec.phase("model", 2):
             model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
             console.print(f"{sum(p.numel() for p in model.parameters()):,} parameters "
@@ -133,7 +134,7 @@ def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConf
     start = time.perf_counter()
     dataset, collator, trainer_class = teacher_dataset(
         tokenizer, secrets, opening=cfg.teacher.opening, system_prompt=cfg.env.system_prompt, distill=cfg.sft.distill,
-        batch_size=cfg.sft.batch_size, seed=cfg.seed)
+        batch_size=cfg.sft.batch_size, seed=cfg.seed, order=cfg.order)
     opening = f"opening {', '.join(cfg.teacher.opening)}, then " if cfg.teacher.opening else ""
     known = set(answers())
     others = sum(1 for s in secrets if s not in known)

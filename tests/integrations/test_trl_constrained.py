@@ -39,9 +39,10 @@ def test_an_entropy_bonus_under_the_mask_has_a_finite_gradient() -> None:
     assert logits.grad[0, 0, 1] == 0.0 and logits.grad[0, 0, 0] > 0  # forbidden: none; the less likely allowed token: up
 
 
-def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> list[tuple[Any, Any, Any, Any, Any]]:
-    """One GRPO step on constrained Wordle games; per loss call (trainer logprobs, sampled logprobs, loss mask,
-    allowed mask, reference logprobs or None)."""
+def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0,
+          order: str = "given") -> list[tuple[Any, Any, Any, Any, Any]]:
+    """One GRPO step on constrained Wordle games (guesses written in ``order``); per loss call (trainer logprobs,
+    sampled logprobs, loss mask, allowed mask, reference logprobs or None)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
@@ -49,8 +50,9 @@ def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> l
     from openenv_train.policy import build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny", tokenizer="char", init_range=0.2)
-    rollout = make_rollout_func("wordle", agent=WordleAgent(constrained=True),
-                                config=PoolConfig(num_actors=1, max_turns=3, run_id=name), per_turn_tokens=8)
+    rollout = make_rollout_func("wordle", agent=WordleAgent(constrained=True, order=order),
+                                config=PoolConfig(num_actors=1, max_turns=3, run_id=name),
+                                per_turn_tokens=8 if order == "given" else 11)
     seen: list[tuple[Any, Any, Any, Any, Any]] = []
 
     class Recording(trainer_class):  # type: ignore[misc, valid-type]
@@ -68,8 +70,8 @@ def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> l
             return super()._compute_loss(model, inputs)
 
     config = GRPOConfig(output_dir=str(tmp_path / name), per_device_train_batch_size=4, num_generations=2,
-                        max_completion_length=48, max_steps=1, bf16=False, report_to=[], logging_steps=1,
-                        use_cpu=True, save_strategy="no", disable_tqdm=True, beta=beta, learning_rate=1e-3)
+                        max_completion_length=48 if order == "given" else 80, max_steps=1, bf16=False, report_to=[],
+                        logging_steps=1, use_cpu=True, save_strategy="no", disable_tqdm=True, beta=beta, learning_rate=1e-3)
     dataset = Dataset.from_list([{"prompt": '{"task": "crane"}'}, {"prompt": '{"task": "moist"}'}])
     trainer = Recording(model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
                         reward_funcs=[field_reward("env")], args=config, train_dataset=dataset, rollout_func=rollout)
@@ -81,11 +83,13 @@ def _step(tmp_path: Path, trainer_class: Any, name: str, beta: float = 0.0) -> l
 
 
 @pytest.mark.timeout(300)
-def test_the_trainer_scores_tokens_under_the_mask_they_were_sampled_with(tmp_path: Path) -> None:
+@pytest.mark.parametrize("order", ["given", "any"])
+def test_the_trainer_scores_tokens_under_the_mask_they_were_sampled_with(tmp_path: Path, order: str) -> None:
+    """Guesses written as words (a choice trie) or letters in any order (``guided_choice_order: any``)."""
     import torch
     from trl import GRPOTrainer
 
-    ours = _step(tmp_path, grpo_trainer_class(), "masked", beta=0.1)
+    ours = _step(tmp_path, grpo_trainer_class(), "masked", beta=0.1, order=order)
     assert ours, "the trainer computed no loss"
     for logps, sampled, mask, allowed, ref in ours:
         assert allowed is not None
@@ -97,7 +101,8 @@ def test_the_trainer_scores_tokens_under_the_mask_they_were_sampled_with(tmp_pat
         assert ref is not None and torch.allclose(ref[on], sampled[on], atol=1e-5), (ref[on] - sampled[on]).abs().max()
         forced = allowed.sum(-1) == 1
         assert (forced & on).any() and torch.all(logps[forced & on] == 0.0)
-
+    if order == "any":
+        return
     # TRL's own log-softmax over the whole vocabulary is another distribution (the bug this trainer fixes)
     plain = _step(tmp_path, GRPOTrainer, "plain")
     gaps = [(logps - sampled)[mask.bool()].abs().max() for logps, sampled, mask, _, _ in plain]

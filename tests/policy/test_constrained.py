@@ -132,6 +132,9 @@ async def test_captured_turn_holds_the_masked_logprobs(tiny: tuple[Any, Any]) ->
     ({"guided_regex": 5}, "non-empty regular expression"),
     ({"guided_json": {"type": "object"}}, "'guided_json' is not supported by the local backend"),
     ({"structured_outputs": {"grammar": "root ::= 'a'"}}, "'structured_outputs.grammar' is not supported"),
+    ({"guided_choice_order": "any"}, "come with a choice list"),
+    ({"guided_choice": ["crane"], "guided_choice_order": "random"}, "must be \"given\" or \"any\""),
+    ({"guided_choice": ["crane", "cart"], "guided_choice_order": "any"}, "choices of one length"),
 ])
 async def test_bad_constraints_are_400s(tiny: tuple[Any, Any], extra: dict[str, Any], needle: str) -> None:
     async with serve(tiny) as server, httpx.AsyncClient(base_url=server.base_url, timeout=60) as client:

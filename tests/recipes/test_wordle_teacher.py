@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from openenv_train.envs.wordle import answers, feedback, valid_guesses
-from openenv_train.recipes._distill import DistillCollator, games_dataset
+from openenv_train.recipes._distill import DistillCollator, games_dataset, guess_orders
 from openenv_train.recipes._teacher import ConsistentTeacher
 from openenv_train.recipes._wordle import consistent
 
@@ -78,11 +78,55 @@ def test_targets_are_the_letter_shares_of_the_consistent_answers(teacher: Consis
                 else:
                     heads = [w for w in fits if w[:j] == guess[:j]]
                     expected = np.bincount([ord(w[j]) - 97 for w in heads], minlength=26) / len(heads)
-                np.testing.assert_allclose(targets[k], expected, atol=1e-6)
+                np.testing.assert_allclose(targets[k][1], expected, atol=1e-6)
                 k += 1
             assert targets[k] is None  # the end of the turn
             k += 1
         assert k == len(targets)
+
+
+def test_any_order_targets_are_uniform_markers_and_the_letter_shares_given_the_letters_written(
+        teacher: ConsistentTeacher, tokenizer: Any) -> None:
+    """``order: any``: each marker's target is uniform over the positions not written yet (one-hot, left to right,
+    on the opening); each letter's is, among the answers that fit every mark and agree with every letter written so
+    far (in any position), the share of each letter at the marker's position (brute force)."""
+    rng = random.Random(5)
+    games = [teacher.play(rng.choice(teacher.words), rng) for _ in range(30)]
+    orders = guess_orders(games, opening=2, seed=1)
+    collator = DistillCollator(tokenizer, teacher)
+    seen_orders = set()
+    for game, order in zip(games, orders, strict=True):
+        targets = collator._game_targets(game, ["".join(map(str, o)) for o in order])
+        k = 0
+        for turn, (guess, _) in enumerate(game):
+            fits = [w for w in teacher.words if consistent(w, game[:turn])]
+            assert sorted(order[turn]) == list(range(5))
+            if turn < 2:
+                assert order[turn] == [0, 1, 2, 3, 4]
+            else:
+                seen_orders.add(tuple(order[turn]))
+            written: list[int] = []
+            for j in order[turn]:
+                ids, marker = targets[k]
+                assert list(ids) == [tokenizer.get_vocab()[str(p + 1)] for p in range(5)]
+                left = [p for p in range(5) if p not in written]
+                expected = np.eye(5)[j] if turn < 2 else np.isin(np.arange(5), left) / len(left)
+                np.testing.assert_allclose(marker, expected, atol=1e-6)
+                if turn < 2:
+                    expected = np.eye(26)[ord(guess[j]) - 97]
+                else:
+                    agree = [w for w in fits if all(w[p] == guess[p] for p in written)]
+                    expected = np.bincount([ord(w[j]) - 97 for w in agree], minlength=26) / len(agree)
+                np.testing.assert_allclose(targets[k + 1][1], expected, atol=1e-6)
+                written.append(j)
+                k += 2
+            assert targets[k] is None
+            k += 1
+        assert k == len(targets)
+    assert len(seen_orders) > 10  # the order after the opening is random
+    batch = collator(games_dataset(games[:4], batch_size=4, seed=0, orders=orders[:4]).to_list())
+    weight = batch["targets"].sum(-1)
+    assert int((batch["labels"] != -100).sum()) == int((weight > 0).sum())
 
 
 def test_batches_hold_games_of_one_length_and_need_no_mask(teacher: ConsistentTeacher, tokenizer: Any) -> None:
@@ -132,7 +176,7 @@ def test_secrets_that_are_not_answers_get_the_fitting_answers_first_then_the_fit
                 if turn >= 2:
                     heads = [w for w in pool if w[:j] == guess[:j]]
                     expected = np.bincount([ord(w[j]) - 97 for w in heads], minlength=26) / len(heads)
-                    np.testing.assert_allclose(targets[k], expected, atol=1e-6)
+                    np.testing.assert_allclose(targets[k][1], expected, atol=1e-6)
                 k += 1
             k += 1  # the end of the turn
     assert fell_back > 0  # some games ran out of answers and went on with valid words
