@@ -2,7 +2,7 @@
 
 Accepted: ``guided_choice: [...]`` and ``guided_regex: "..."`` (vLLM's OpenAI server), and the newer
 ``structured_outputs: {"choice": [...]}`` / ``{"regex": "..."}``. Ours: ``guided_choice_order: "any"`` beside a
-choice list writes a choice's characters in any order, each after its position (the local backend enforces it).
+choice list writes a choice's characters in any order, each followed by its position (the local backend enforces it).
 Other structured-output kinds (``json``, ``grammar``, ...) are left in the body: an upstream backend forwards them,
 the local backend refuses them.
 """

@@ -6,10 +6,10 @@
   end of the turn. A choice whose canonical ids do not decode back to it, or that contains special tokens, is
   refused (400).
 - A **choice list in any order** (``guided_choice_order: "any"``, equal-length choices whose characters are single
-  tokens): the completion writes one choice's characters in an order the model picks, each after the marker of its
-  1-based position (``2r3e4s5h1f`` spells ``fresh``), every position once, then the end token. At each step the
-  markers of the positions not written yet are allowed, and after a marker the characters some remaining choice has
-  there: a position the written characters already determine is forced.
+  tokens): the completion writes one choice's characters in an order the model picks, each followed by the marker of
+  its 1-based position (``r2e3s4h5f1`` spells ``fresh``), every position once, then the end token. A character is
+  allowed when some remaining choice has it at a position not written yet, and after it the markers of those
+  positions: what the written characters already determine is forced.
 - A **regex** is enforced on the text: at each step the allowed tokens are those whose text keeps the completion
   a prefix of some full match (``regex``'s partial matching), and the end token once it fullmatches. Only tokens
   that decode to whole characters on their own take part (a byte-level token holding half a UTF-8 character is
@@ -156,27 +156,27 @@ class ExcludingGuide(Guide):
 
 
 def spell_in_order(word: str, order: Sequence[int]) -> str:
-    """``word`` as :class:`SlotGuide` spells it: each character, in ``order`` (0-based positions), after the
+    """``word`` as :class:`SlotGuide` spells it: each character, in ``order`` (0-based positions), followed by the
     1-based number of its position.
 
     >>> spell_in_order("fresh", [1, 2, 3, 4, 0])
-    '2r3e4s5h1f'
+    'r2e3s4h5f1'
     """
-    return "".join(f"{i + 1}{word[i]}" for i in order)
+    return "".join(f"{word[i]}{i + 1}" for i in order)
 
 
 def read_in_order(text: str, length: int) -> str | None:
     """The word a reply in :func:`spell_in_order`'s form spells, or None when it is not one (a position missing,
     repeated or out of range, or text between the pairs).
 
-    >>> read_in_order("2r3e4s5h1f", 5), read_in_order("fresh", 5)
+    >>> read_in_order("r2e3s4h5f1", 5), read_in_order("fresh", 5)
     ('fresh', None)
     """
     if len(text) != 2 * length:
         return None
     letters: dict[int, str] = {}
     for k in range(0, len(text), 2):
-        digit, char = text[k], text[k + 1]
+        char, digit = text[k], text[k + 1]
         if not digit.isdigit() or not 1 <= int(digit) <= length or int(digit) in letters:
             return None
         letters[int(digit)] = char
@@ -184,10 +184,10 @@ def read_in_order(text: str, length: int) -> str | None:
 
 
 class SlotGuide(Guide):
-    """Equal-length choices, each character written after its position's marker, positions in any order.
+    """Equal-length choices, each character followed by its position's marker, positions in any order.
 
-    The state is (the character code written at each position, -1 where none yet; the position whose marker was
-    just written, -1 when none). Allowed ids are cached per state; the choices still possible per set of written
+    The state is (the character code written at each position, -1 where none yet; the character just written whose
+    position has not been, -1 when none). Allowed ids are cached per state; the choices still possible per set of written
     characters are a boolean mask over the choices, cached too.
 
     Args:
@@ -242,11 +242,13 @@ class SlotGuide(Guide):
             if not alive.any():
                 ok: list[int] = []
             elif pending >= 0:
-                ok = [self.char_ids[c] for c in np.unique(self.codes[alive, pending])]
+                ok = [m for p, (m, c) in enumerate(zip(self.markers, written, strict=True))
+                      if c < 0 and (self.codes[alive, p] == pending).any()]
             elif all(c >= 0 for c in written):
                 ok = [self.end_id]
             else:
-                ok = [m for m, c in zip(self.markers, written, strict=True) if c < 0]
+                free = [p for p, c in enumerate(written) if c < 0]
+                ok = [self.char_ids[c] for c in np.unique(self.codes[alive][:, free])]
             ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
             if len(self._allowed) > self.max_states:
                 self._allowed.popitem(last=False)
@@ -257,8 +259,9 @@ class SlotGuide(Guide):
             return DONE
         written, pending = state
         if pending < 0:
-            return written, self._position[token]
-        return (*written[:pending], self._code[token], *written[pending + 1:]), -1
+            return written, self._code[token]
+        p = self._position[token]
+        return (*written[:p], pending, *written[p + 1:]), -1
 
     def excluding(self, dropped: list[list[int]]) -> SlotGuide:
         import numpy as np

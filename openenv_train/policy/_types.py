@@ -79,7 +79,7 @@ class Constraint:
     """The request field it came from, named in errors (``guided_choice``, ``structured_outputs.regex``, ...)."""
     order: str = "given"
     """``given``: a choice is written as it is; ``any`` (``guided_choice_order``, ours): its characters in any order,
-    each after its 1-based position (``2r3e4s5h1f`` for ``fresh``; :func:`~openenv_train.policy.spell_in_order`)."""
+    each followed by its 1-based position (``r2e3s4h5f1`` for ``fresh``; :func:`~openenv_train.policy.spell_in_order`)."""
 
     def describe(self) -> dict[str, Any]:
         """A short JSON summary for turn metadata (the list itself is in the recorded request)."""

@@ -5,10 +5,11 @@ sample alone (hard labels) makes a small model learn that distribution slowly, o
 letter position is trained on the exact distribution the teacher drew from: among the words it draws from (the
 answers that fit every mark so far, else the valid words that do) that start with the letters already written,
 the share that continues with each letter. That is the same objective in expectation, with far less noise per
-token. With guesses written in any order (the recipe's ``order: any``) the letter after a position's marker is
-trained on the letters the teacher's words have there among those that agree with the letters already written,
-and each marker on the teacher's order distribution: uniform over the positions not yet written (the opening's
-fixed words: left to right). It needs a character-level tokenizer (a letter is a token); other tokenizers train on the sampled
+token. With guesses written in any order (the recipe's ``order: any``: each letter followed by its position) the
+teacher writes a uniformly random position not written yet, then its letter, among the words that agree with the
+letters already written; so each letter is trained on the mixture over the positions left of their letter
+shares, and each position marker on which of those positions the written letter came from (the opening's fixed
+words: left to right, one-hot). It needs a character-level tokenizer (a letter is a token); other tokenizers train on the sampled
 conversations instead.
 """
 
@@ -82,8 +83,8 @@ class DistillCollator:
 
     def _game_targets(self, history: Sequence[tuple[str, str]], orders: Sequence[str] | None = None) -> list[Any]:
         """Per assistant token of the game, in order: (token ids, the teacher's distribution over them) — the 26
-        letters (one-hot on the opening's fixed words) or, with ``orders``, the 5 position markers — or None for the
-        end-of-turn token (always the end)."""
+        letters (one-hot on the opening's fixed words) or, with ``orders``, the 5 position markers after each
+        letter — or None for the end-of-turn token (always the end)."""
         import numpy as np
 
         teacher = self.teacher
@@ -91,22 +92,28 @@ class DistillCollator:
         out: list[Any] = []
         for turn, (guess, marks) in enumerate(history):
             written = [int(p) for p in orders[turn]] if orders is not None else range(len(guess))
-            fixed = turn < len(teacher.opening)
-            rows = self.letters[teacher.choices(candidates)]
-            alive = np.ones(len(rows), dtype=bool)
-            left = set(range(len(guess)))
-            for j in written:
-                if orders is not None:
-                    marker = np.eye(5, dtype=np.float32)[j] if fixed else \
-                        np.isin(np.arange(5), list(left)).astype(np.float32) / len(left)
-                    out.append((self.marker_ids, marker))
-                    left.discard(j)
-                letter = ord(guess[j]) - 97
-                if fixed:
-                    out.append((self.letter_ids, np.eye(26, dtype=np.float32)[letter]))
-                else:
-                    counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
-                    out.append((self.letter_ids, counts / counts.sum()))
+            if turn < len(teacher.opening):
+                for j in written:
+                    out.append((self.letter_ids, np.eye(26, dtype=np.float32)[ord(guess[j]) - 97]))
+                    if orders is not None:
+                        out.append((self.marker_ids, np.eye(5, dtype=np.float32)[j]))
+            else:
+                rows = self.letters[teacher.choices(candidates)]
+                alive = np.ones(len(rows), dtype=bool)
+                left = list(range(len(guess)))
+                for j in written:
+                    letter = ord(guess[j]) - 97
+                    if orders is None:
+                        counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
+                        out.append((self.letter_ids, counts / counts.sum()))
+                    else:  # a position drawn uniformly among those left, then its letter: a mixture, then the posterior
+                        shares = np.stack([np.bincount(rows[alive, p], minlength=26) for p in left]).astype(np.float32)
+                        shares /= shares.sum(1, keepdims=True)
+                        out.append((self.letter_ids, shares.mean(0)))
+                        where = np.zeros(5, dtype=np.float32)
+                        where[left] = shares[:, letter]
+                        out.append((self.marker_ids, where / where.sum()))
+                        left.remove(j)
                     alive &= rows[:, j] == letter
             out.append(None)
             candidates = candidates[teacher.row(guess)[candidates] == teacher.code(marks)]

@@ -11,8 +11,8 @@ With ``constrained=True`` each request carries ``guided_choice``: the valid-gues
 guessed, a constraint that only removes illegal replies (the policy endpoint enforces it; see the README). Nothing
 here looks at which words fit the feedback: the model has to work that out.
 
-With ``order="any"`` the model writes a guess's letters in an order it picks, each after its position
-(``2r3e4s5h1f`` is ``fresh``; ``guided_choice_order: "any"`` at the endpoint), and the next user message shows the
+With ``order="any"`` the model writes a guess's letters in an order it picks, each followed by its position
+(``r2e3s4h5f1`` is ``fresh``; ``guided_choice_order: "any"`` at the endpoint), and the next user message shows the
 guess as a word before its marks (``fresh XGGGG``), so the marks line up with the letters again. The teacher
 supervises the letters, never the order (SFT's games write each guess after the opening in a random order): which
 position to fill first is left to RL.
@@ -97,10 +97,10 @@ def _marks_message(guess: str, marks: str, order: str) -> str:
 
 def write_guess(word: str, order: Sequence[int] | None) -> str:
     """The reply that writes ``word``: the word itself (``order`` None), else its letters in ``order`` (0-based
-    positions), each after its 1-based position.
+    positions), each followed by its 1-based position.
 
     >>> write_guess("fresh", None), write_guess("fresh", [1, 2, 3, 4, 0])
-    ('fresh', '2r3e4s5h1f')
+    ('fresh', 'r2e3s4h5f1')
     """
     return word if order is None else spell_in_order(word, order)
 
@@ -125,7 +125,7 @@ def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str 
     ['go', 'raise', 'XYXXG', 'crane']
     >>> [m["content"] for m in teacher_conversation([("raise", "XYXXG"), ("crane", "GGGGG")],
     ...                                             orders=[[0, 1, 2, 3, 4], [4, 0, 1, 2, 3]])]
-    ['go', '1r2a3i4s5e', 'raise XYXXG', '5e1c2r3a4n']
+    ['go', 'r1a2i3s4e5', 'raise XYXXG', 'e5c1r2a3n4']
     """
     order = "given" if orders is None else "any"
     messages = [*_opening(system_prompt), {"role": "user", "content": FIRST_TURN}]

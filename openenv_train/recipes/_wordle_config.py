@@ -147,8 +147,8 @@ class GrpoWordleConfig:
     """Restrict every reply, in every phase, to a valid guess not made before (``guided_choice`` at the policy
     endpoint); it removes illegal words only, never ones that contradict the feedback."""
     order: str = "given"
-    """How the model writes a guess: ``given`` (the word, left to right) or ``any`` (each letter after its position,
-    in an order the model picks: ``2r3e4s5h1f``; SFT teaches the letters in random orders, so the order is left to
+    """How the model writes a guess: ``given`` (the word, left to right) or ``any`` (each letter followed by its position,
+    in an order the model picks: ``r2e3s4h5f1``; SFT teaches the letters in random orders, so the order is left to
     GRPO; needs ``grpo.per_turn_tokens`` >= 11)."""
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)

@@ -1,5 +1,5 @@
-"""``guided_choice_order: "any"``: a choice's characters written in an order the model picks, each after its
-position. The guide lets through exactly every order of every choice (and no dropped choice), a char model served
+"""``guided_choice_order: "any"``: a choice's characters written in an order the model picks, each followed
+by its position. The guide lets through exactly every order of every choice (and no dropped choice), a char model served
 through its engine process only ever writes such replies, the trainer's masks replay them, and an upstream server
 refuses the field rather than ignore it."""
 
@@ -48,13 +48,18 @@ def test_the_guide_spells_every_order_of_every_choice_and_nothing_else() -> None
     assert isinstance(less, SlotGuide) and less.base is guide
     assert spelled(less, tokenizer) == every_order([w for w in WORDS if w not in dropped])
     assert spelled(guide, tokenizer) == every_order(WORDS)  # the cached guide itself is untouched
-    # a letter the written ones determine is forced: "?resh" leaves only "f" among these
+    # what the written letters determine is forced: "?resh" leaves only "f" among these, and "f" only position 1
     small = cache.get(Constraint(choices=("fresh", "wrest", "crest"), order="any"))
     vocab = tokenizer.get_vocab()
     state = small.start()
-    for char in "2r3e4s5h1":
+    assert sorted(small.allowed(state).tolist()) == sorted(vocab[c] for c in "cefhrstw")
+    state = small.advance(state, vocab["e"])
+    assert sorted(small.allowed(state).tolist()) == [vocab["3"]]
+    for char in "3r2s4h5":
         state = small.advance(state, vocab[char])
     assert small.allowed(state).tolist() == [vocab["f"]]
+    state = small.advance(state, vocab["f"])
+    assert small.allowed(state).tolist() == [vocab["1"]]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +87,7 @@ async def test_a_served_char_model_writes_only_choices_in_some_order_and_the_mas
         text = choice.message["content"]
         word = read_in_order(text, 5)
         assert word in valid_guesses() and (k == 0 or word not in dropped), text
-        orders.add(text[::2])
+        orders.add(text[1::2])
         assert choice.token_ids is not None and len(choice.token_ids) == 11  # 5 positions, 5 letters, the end
         allowed = backend.allowed_tokens(result.prompt_token_ids, choice.token_ids)
         assert allowed is not None and len(allowed) == 11

@@ -85,15 +85,17 @@ def test_targets_are_the_letter_shares_of_the_consistent_answers(teacher: Consis
         assert k == len(targets)
 
 
-def test_any_order_targets_are_uniform_markers_and_the_letter_shares_given_the_letters_written(
+def test_any_order_targets_are_the_letter_mixture_then_the_position_it_came_from(
         teacher: ConsistentTeacher, tokenizer: Any) -> None:
-    """``order: any``: each marker's target is uniform over the positions not written yet (one-hot, left to right,
-    on the opening); each letter's is, among the answers that fit every mark and agree with every letter written so
-    far (in any position), the share of each letter at the marker's position (brute force)."""
+    """``order: any`` (each letter, then its position): among the answers that fit every mark and agree with every
+    letter written so far, each letter's target is the mean over the positions not written yet of their letter
+    shares, and each position's is where that letter came from: positions left weighted by its share there
+    (brute force; one-hot, left to right, on the opening)."""
     rng = random.Random(5)
     games = [teacher.play(rng.choice(teacher.words), rng) for _ in range(30)]
     orders = guess_orders(games, opening=2, seed=1)
     collator = DistillCollator(tokenizer, teacher)
+    vocab = tokenizer.get_vocab()
     seen_orders = set()
     for game, order in zip(games, orders, strict=True):
         targets = collator._game_targets(game, ["".join(map(str, o)) for o in order])
@@ -107,17 +109,21 @@ def test_any_order_targets_are_uniform_markers_and_the_letter_shares_given_the_l
                 seen_orders.add(tuple(order[turn]))
             written: list[int] = []
             for j in order[turn]:
-                ids, marker = targets[k]
-                assert list(ids) == [tokenizer.get_vocab()[str(p + 1)] for p in range(5)]
                 left = [p for p in range(5) if p not in written]
-                expected = np.eye(5)[j] if turn < 2 else np.isin(np.arange(5), left) / len(left)
-                np.testing.assert_allclose(marker, expected, atol=1e-6)
+                agree = [w for w in fits if all(w[p] == guess[p] for p in written)]
+                share = {p: np.bincount([ord(w[p]) - 97 for w in agree], minlength=26) / len(agree) for p in left}
                 if turn < 2:
-                    expected = np.eye(26)[ord(guess[j]) - 97]
+                    letter, where = np.eye(26)[ord(guess[j]) - 97], np.eye(5)[j]
                 else:
-                    agree = [w for w in fits if all(w[p] == guess[p] for p in written)]
-                    expected = np.bincount([ord(w[j]) - 97 for w in agree], minlength=26) / len(agree)
-                np.testing.assert_allclose(targets[k + 1][1], expected, atol=1e-6)
+                    letter = sum(share.values()) / len(left)
+                    where = np.array([share[p][ord(guess[j]) - 97] if p in share else 0.0 for p in range(5)])
+                    where = where / where.sum()
+                ids, target = targets[k]
+                assert list(ids) == [vocab[chr(97 + i)] for i in range(26)]
+                np.testing.assert_allclose(target, letter, atol=1e-6)
+                ids, target = targets[k + 1]
+                assert list(ids) == [vocab[str(p + 1)] for p in range(5)]
+                np.testing.assert_allclose(target, where, atol=1e-6)
                 written.append(j)
                 k += 2
             assert targets[k] is None
