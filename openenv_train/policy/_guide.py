@@ -120,8 +120,10 @@ class ExcludingGuide(Guide):
     """A cached :class:`ChoiceGuide` less a few of its sequences (a choice list that drops words already played):
     only the nodes on the dropped sequences' paths get new allowed ids, so no trie is rebuilt per request."""
 
+    base: ChoiceGuide
+
     def __init__(self, base: ChoiceGuide, dropped: list[list[int]]) -> None:
-        self.trie, self.base, self.end_id, self.dropped = base, base, base.end_id, dropped
+        self.base, self.end_id, self.dropped = base, base.end_id, dropped
         counts = base.subtree_counts()
         self._left: dict[int, int] = {}  # node -> choices left under it, for nodes on a dropped path
         self._dead: set[int] = set()  # nodes where a dropped choice ends
@@ -140,19 +142,19 @@ class ExcludingGuide(Guide):
 
     def allowed(self, state: int) -> torch.Tensor:
         if state not in self._left:
-            return self.trie.allowed(state)
+            return self.base.allowed(state)
         ids = self._allowed.get(state)
         if ids is None:
             import torch
 
-            ok = [t for t, child in self.trie.children[state].items() if self._left.get(child, self._counts[child]) > 0]
-            if self.trie.terminal[state] and state not in self._dead:
+            ok = [t for t, child in self.base.children[state].items() if self._left.get(child, self._counts[child]) > 0]
+            if self.base.terminal[state] and state not in self._dead:
                 ok.append(self.end_id)
             ids = self._allowed[state] = torch.tensor(ok, dtype=torch.long)
         return ids
 
     def advance(self, state: int, token: int) -> int:
-        return self.trie.advance(state, token)
+        return self.base.advance(state, token)
 
 
 def spell_in_order(word: str, order: Sequence[int]) -> str:

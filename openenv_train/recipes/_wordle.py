@@ -15,7 +15,7 @@ With ``order="any"`` the model writes a guess's letters in an order it picks, ea
 (``r2e3s4h5f1`` is ``fresh``; ``guided_choice_order: "any"`` at the endpoint), and the next user message shows the
 guess as a word before its marks (``fresh XGGGG``), so the marks line up with the letters again. The teacher
 supervises the letters, never the order (SFT's games write each guess after the opening in a random order): which
-position to fill first is left to RL.
+letter to commit to first is left to RL.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = ["FIRST_TURN", "ORDERS", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent",
 SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with the word. After each guess you see "
                  "one mark per letter: G right spot, Y in the word elsewhere, X not in the word.")
 FIRST_TURN = "go"
-#: How the model writes a guess: ``given`` (the word), ``any`` (its letters in an order it picks, after positions).
+#: How the model writes a guess: ``given`` (the word), ``any`` (each letter then its position, in an order it picks).
 ORDERS = ("given", "any")
 _INVALID = re.compile(r"invalid move\.?\s*(?:Reason:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
 

@@ -149,7 +149,8 @@ class GrpoWordleConfig:
     order: str = "given"
     """How the model writes a guess: ``given`` (the word, left to right) or ``any`` (each letter followed by its position,
     in an order the model picks: ``r2e3s4h5f1``; SFT teaches the letters in random orders, so the order is left to
-    GRPO; needs ``grpo.per_turn_tokens`` >= 11)."""
+    GRPO; needs ``grpo.per_turn_tokens`` >= 11, and a game is about twice the tokens: ``grpo.max_completion_length``
+    256)."""
     model: ModelSection = field(default_factory=ModelSection)
     env: EnvSection = field(default_factory=EnvSection)
     pool: PoolConfig = field(default_factory=recipe_pool)

@@ -171,6 +171,10 @@ def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> Non
     done = subprocess.run([*RECIPE, "--resume", str(tmp_path / "nothing")], capture_output=True, text=True,
                           env=_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and "no config.yaml" in done.stderr
+    with pytest.raises(ValueError, match="grpo.per_turn_tokens=11 or more"):
+        GrpoWordleConfig(order="any")
+    with pytest.raises(ValueError, match="order must be one of given, any"):
+        GrpoWordleConfig(order="random")
 
 
 def test_the_config_file_holds_the_embedded_defaults() -> None:
