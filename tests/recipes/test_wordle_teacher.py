@@ -109,12 +109,12 @@ def test_any_order_targets_are_the_letter_mixture_then_the_position_it_came_from
                 seen_orders.add(tuple(order[turn]))
             written: list[int] = []
             for j in order[turn]:
-                left = [p for p in range(5) if p not in written]
-                agree = [w for w in fits if all(w[p] == guess[p] for p in written)]
-                share = {p: np.bincount([ord(w[p]) - 97 for w in agree], minlength=26) / len(agree) for p in left}
                 if turn < 2:
                     letter, where = np.eye(26)[ord(guess[j]) - 97], np.eye(5)[j]
                 else:
+                    left = [p for p in range(5) if p not in written]
+                    agree = [w for w in fits if all(w[p] == guess[p] for p in written)]
+                    share = {p: np.bincount([ord(w[p]) - 97 for w in agree], minlength=26) / len(agree) for p in left}
                     letter = sum(share.values()) / len(left)
                     where = np.array([share[p][ord(guess[j]) - 97] if p in share else 0.0 for p in range(5)])
                     where = where / where.sum()
