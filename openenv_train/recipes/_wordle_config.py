@@ -207,6 +207,9 @@ class GrpoWordleConfig:
             raise ValueError(f"env.sandbox must be on, auto or off, got {self.env.sandbox!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        if self.order == "any" and self.grpo.use_vllm:
+            raise ValueError("order=any needs the local policy backend (guided_choice_order); vLLM does not enforce it: "
+                             "set grpo.use_vllm=false or order=given")
         if self.order == "any" and self.grpo.per_turn_tokens < 11:
             raise ValueError(f"order=any writes a guess in 11 tokens (5 positions, 5 letters, the end): set "
                              f"grpo.per_turn_tokens=11 or more (got {self.grpo.per_turn_tokens})")

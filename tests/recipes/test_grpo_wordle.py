@@ -21,7 +21,7 @@ import pytest
 
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.launch import LocalProcessProvider
-from openenv_train.recipes.grpo_wordle import EvalSection, GrpoWordleConfig
+from openenv_train.recipes.grpo_wordle import EvalSection, GRPOSection, GrpoWordleConfig
 from openenv_train.trace import read_traces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,6 +173,8 @@ def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> Non
     assert done.returncode == 2 and "no config.yaml" in done.stderr
     with pytest.raises(ValueError, match="grpo.per_turn_tokens=11 or more"):
         GrpoWordleConfig(order="any")
+    with pytest.raises(ValueError, match="vLLM does not enforce it"):
+        GrpoWordleConfig(order="any", grpo=GRPOSection(per_turn_tokens=12, use_vllm=True))
     with pytest.raises(ValueError, match="order must be one of given, any"):
         GrpoWordleConfig(order="random")
 
