@@ -46,7 +46,7 @@ class Guide:
     """The constraint it was built from (set by :class:`GuideCache`): another process builds the same guide from it."""
     base: Guide | None = None
     """The cached guide this one is less a few choices of (:meth:`excluding`), else None."""
-    dropped: list[list[int]] = []  # noqa: RUF012 (never mutated: a guide that drops choices gets its own list)
+    dropped: Sequence[list[int]] = ()
     """The dropped choices' canonical token ids, when ``base`` is set."""
 
     def start(self) -> Any:

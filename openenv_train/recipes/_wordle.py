@@ -31,9 +31,9 @@ from ..envs.wordle.solver import history_from_transcript
 from ..policy import read_in_order, spell_in_order
 from ..trace import TraceRow
 
-__all__ = ["FIRST_TURN", "ORDERS", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent", "consistency_turn_rewards", "consistent",
-           "explored_turns", "game_metrics", "read_guess", "render_turn", "teacher_conversation", "wordle_history",
-           "write_guess"]
+__all__ = ["ANY_ORDER_TOKENS", "FIRST_TURN", "ORDERS", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent",
+           "consistency_turn_rewards", "consistent", "explored_turns", "game_metrics", "read_guess", "render_turn",
+           "teacher_conversation", "wordle_history", "write_guess"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
 SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with the word. After each guess you see "
@@ -41,6 +41,8 @@ SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with 
 FIRST_TURN = "go"
 #: How the model writes a guess: ``given`` (the word), ``any`` (each letter then its position, in an order it picks).
 ORDERS = ("given", "any")
+#: Tokens of one ``order="any"`` reply: five letters, five positions, the end.
+ANY_ORDER_TOKENS = 11
 _INVALID = re.compile(r"invalid move\.?\s*(?:Reason:\s*)?(.*)", re.IGNORECASE | re.DOTALL)
 
 

@@ -13,7 +13,7 @@ from ..pool import PoolConfig
 from ._config import config_to_dict
 from ._grpo import GRPOSection as GRPOPhase
 from ._training import ModelSection, SFTSection
-from ._wordle import ORDERS, BranchPlan
+from ._wordle import ANY_ORDER_TOKENS, ORDERS, BranchPlan
 
 __all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
            "OutputSection", "PoolSection", "TeacherSection", "recipe_pool"]
@@ -210,9 +210,9 @@ class GrpoWordleConfig:
         if self.order == "any" and self.grpo.use_vllm:
             raise ValueError("order=any needs the local policy backend (guided_choice_order); vLLM does not enforce it: "
                              "set grpo.use_vllm=false or order=given")
-        if self.order == "any" and self.grpo.per_turn_tokens < 11:
-            raise ValueError(f"order=any writes a guess in 11 tokens (5 positions, 5 letters, the end): set "
-                             f"grpo.per_turn_tokens=11 or more (got {self.grpo.per_turn_tokens})")
+        if self.order == "any" and self.grpo.per_turn_tokens < ANY_ORDER_TOKENS:
+            raise ValueError(f"order=any writes a guess in {ANY_ORDER_TOKENS} tokens (5 positions, 5 letters, the end): "
+                             f"set grpo.per_turn_tokens={ANY_ORDER_TOKENS} or more (got {self.grpo.per_turn_tokens})")
         defaults = {f.name: f.default for f in dataclasses.fields(PoolConfig)}
         for name, owner in SET_ELSEWHERE.items():
             if getattr(self.pool, name) != defaults[name]:

@@ -149,11 +149,12 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     from ..policy import FixedSampling, captured_policy
     from ..pool import EpisodeSpec, PoolConfig, RolloutPool
     from ..trace import TraceWriter
-    from ._wordle import game_metrics
+    from ._wordle import ANY_ORDER_TOKENS, game_metrics
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    tokens = cfg.per_turn_tokens or ((11 if cfg.order == "any" else 8) if kind == "wordle" else 64)
+    wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else 8
+    tokens = cfg.per_turn_tokens or (wordle_tokens if kind == "wordle" else 64)
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
                             constrained=cfg.constrained)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
