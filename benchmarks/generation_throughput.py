@@ -173,9 +173,12 @@ async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_
             engine_cpu = _engine_cpu(backend) - engine_cpu
             result = {"tokens": tokens, "seconds": time.perf_counter() - start,
                       "cpu_s": time.process_time() - cpu + engine_cpu, "engine_cpu_s": engine_cpu}
-    queue = [t.metadata["timings"]["queue_s"] for s in range(sessions)
-             for t in store.close_session(f"run-{s}").turns]
+    turns = [t for s in range(sessions) for t in store.close_session(f"run-{s}").turns]
+    queue = [t.metadata["timings"]["queue_s"] for t in turns]
+    batches = {(t.metadata["timings"]["generate_s"], t.metadata["batch_rows"]) for t in turns}
     return {**result, "queue_p50_ms": 1e3 * statistics.median(queue), "backend_start_s": started_s,
+            "batches": len(batches), "batch_rows_mean": statistics.mean(rows for _, rows in batches),
+            "generate_s": sum(seconds for seconds, _ in batches),
             "engine": getattr(getattr(backend, "engine", None), "kind", "thread")}
 
 

@@ -159,6 +159,14 @@ def _forward_names(model: Any) -> tuple[str, bool]:
     return ("cache" if "cache" in names else "past_key_values"), "logits_to_keep" in names
 
 
+def _vocab(model: Any) -> int | None:
+    """The logits' width, from the output embedding (None where a model has none to read)."""
+    try:
+        return int(model.get_output_embeddings().weight.shape[0])
+    except (AttributeError, TypeError, IndexError):
+        return None
+
+
 def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, fast: bool = True,
                   prefix: PrefixCache | None = None, version: Any = None,
                   on_step: Callable[[], None] | None = None) -> list[RowOutput]:
@@ -215,7 +223,8 @@ class _Batch:
         most = max(len(s) for s in stops)
         self.stop = torch.tensor([s + [-1] * (most - len(s)) for s in stops], device=self.device)
         self.max_new = torch.tensor([r.max_new for r in rows], device=self.device)
-        self.sampler = BatchSampler([r.params for r in rows], [r.seed for r in rows], self.steps, self.device)
+        self.sampler = BatchSampler([r.params for r in rows], [r.seed for r in rows], self.steps, self.device,
+                                    _vocab(model))
         self.slows = {i: _Slow(r) for i, r in enumerate(rows) if r.guide is not None or r.params.stop}
         self.errors: dict[int, PolicyError] = {}
         self.tops: list[Any] = []
@@ -361,7 +370,7 @@ class _Batch:
     def _checked(self, logits: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         import torch
 
-        bad = ~torch.isfinite(logits).all(dim=-1) & ~done
+        bad = ~torch.isfinite(logits.sum(dim=-1)) & ~done  # a nan or an infinity makes the row's sum one
         if bool(bad.any()):
             for i in bad.nonzero()[:, 0].tolist():
                 self.errors[i] = BackendFailed("the model produced non-finite logits for this request")

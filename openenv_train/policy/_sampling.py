@@ -7,10 +7,13 @@ whatever else shares its batch and whichever version of the loop runs it. For on
 is an exponential race: ``argmax(p / q)`` with ``q = empty_like(p).exponential_(1, generator=g)``; this module
 computes the same ``p`` and ``q`` and takes the same argmax for all sampled rows with one tensor expression.
 
-The ``q`` draws are the only per-row work: on CPU a row's draws for several steps come from one
-``exponential_`` call (its values equal those of one call per step: the CPU kernel draws element by element from
-the generator, which ``tests/policy/test_sampling.py`` checks), into one buffer for all rows, so a step makes no
-per-row call most of the time; on other devices, one call per row and step, as before.
+The ``q`` draws are the only per-row work (a vocabulary's worth of draws per row and step: a quarter of a small
+model's decode on CPU): on CPU a row's draws for several steps come from one ``exponential_`` call (its values
+equal those of one call per step: the CPU kernel draws element by element from the generator, which
+``tests/policy/test_sampling.py`` checks), into one buffer for all rows, and the next chunk of steps is drawn in
+a helper thread while the model decodes this one (torch releases the GIL while it draws; a row's generator is
+only ever used by one thread at a time, in order, so its values do not change). On other devices, one call per
+row and step, as before.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token chosen (raw logits at temperature 0), before
 top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`). A temperature below
@@ -19,6 +22,8 @@ top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`). A
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,9 +37,11 @@ __all__ = ["GREEDY_BELOW", "BatchSampler"]
 #: Temperatures under this decode greedily (vLLM's ``_SAMPLING_EPS``); their logprobs are the raw logits'.
 GREEDY_BELOW = 1e-5
 
-#: Most exponential draws kept ahead per row on CPU (floats), and the first chunk's length in steps (it doubles).
+#: Most exponential draws in one chunk per row on CPU (floats), and the first chunk's length in steps (it doubles).
 _DRAW_BUDGET = 1 << 16
-_FIRST_CHUNK = 8
+_FIRST_CHUNK = 4
+#: The fewest draws (floats) a chunk is drawn ahead in a thread for: a smaller one costs less than the hand-off.
+_AHEAD_FLOATS = 1 << 16
 
 
 @dataclass
@@ -45,19 +52,37 @@ class _Top:
     values: torch.Tensor
 
 
+class _Chunk:
+    """Draws of steps ``start`` to ``start + count`` for the rows ``lanes``: ``[rows, count, vocab]``."""
+
+    def __init__(self, generators: list[torch.Generator], lanes: list[int], start: int, count: int,
+                 size: int) -> None:
+        import torch
+
+        self.start, self.end, self.size = start, start + count, size
+        self.buffer = torch.empty((len(generators), count, size), dtype=torch.float32)
+        for lane in lanes:  # a lane is contiguous: its values equal ``count`` calls of one step each
+            self.buffer[lane].exponential_(1, generator=generators[lane])
+
+
 class _Draws:
     """The sampled rows' generators and their exponential draws: ``at(step)`` is each row's ``[vocab]`` vector
     of that step. Every row draws at every step from 0 until it ends, so draws are consumed in order and the rows
-    still going refill together: on CPU one ``[rows, steps, vocab]`` buffer, a step's draws one index op."""
+    still going refill together: on CPU one ``[rows, steps, vocab]`` chunk at a time, a step's draws one index op,
+    the next chunk drawn ahead in :data:`_AHEAD`'s thread for the rows going when this one began (the rows that
+    end meanwhile waste their draws, as a refill for them did before)."""
 
-    def __init__(self, seeds: list[int], device: torch.device, steps: int) -> None:
+    def __init__(self, seeds: list[int], device: torch.device, steps: int, vocab: int | None = None) -> None:
         import torch
 
+        self.seeds = seeds
         self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         self.device, self.steps = device, steps
-        self.buffer: torch.Tensor | None = None  # [rows, steps ahead, vocab]; finished rows' lanes go stale
-        self.start = 0  # the step of buffer[:, 0]
-        self.chunk = _FIRST_CHUNK
+        self.chunk: _Chunk | None = None  # finished rows' lanes go stale
+        self.ahead: Future[_Chunk] | _Chunk | None = None  # the chunk after ``chunk`` (drawn, or being drawn)
+        self.length = _FIRST_CHUNK
+        if vocab and seeds and device.type == "cpu":  # step 0's chunk, drawn while the prompts prefill
+            self.ahead = self._draw(list(range(len(seeds))), 0, vocab)
 
     def at(self, step: int, lanes: list[int], size: int) -> torch.Tensor:
         """The draws of ``step`` for the rows ``lanes`` (positions in ``seeds``), ``[len(lanes), size]``."""
@@ -66,21 +91,53 @@ class _Draws:
         if self.device.type != "cpu":  # elsewhere one call of n draws need not equal n calls of one: keep those
             return torch.stack([torch.empty(size, dtype=torch.float32, device=self.device).exponential_(
                 1, generator=self.generators[lane]) for lane in lanes])
-        buffer = self.buffer
-        if buffer is None or step - self.start >= buffer.shape[1]:
-            count = max(1, min(self.chunk, _DRAW_BUDGET // size, self.steps - step))
-            self.chunk *= 2  # rows that are still going after a chunk probably go on
-            buffer = self.buffer = torch.empty((len(self.generators), count, size), dtype=torch.float32)
-            for lane in lanes:  # a lane is contiguous: its values equal ``count`` calls of one step each
-                buffer[lane].exponential_(1, generator=self.generators[lane])
-            self.start = step
-        return buffer[torch.tensor(lanes), step - self.start]
+        chunk = self.chunk
+        if chunk is None or step >= chunk.end:
+            ahead = self.ahead
+            chunk = ahead if isinstance(ahead, _Chunk) else ahead.result() if ahead is not None else None
+            if chunk is not None and chunk.size != size:  # step 0's chunk for a wrong vocabulary hint: start again
+                for generator, seed in zip(self.generators, self.seeds, strict=True):
+                    generator.manual_seed(seed)
+                self.length, chunk = _FIRST_CHUNK, None
+            if chunk is None:
+                chunk = _Chunk(self.generators, lanes, step, self._count(step, size), size)
+            assert chunk.start == step, "draws are consumed one step after another"
+            self.chunk, self.ahead = chunk, None
+            if chunk.end < self.steps:  # rows that are still going after a chunk probably go on
+                self.ahead = self._draw(lanes, chunk.end, size)
+        return chunk.buffer[torch.tensor(lanes), step - chunk.start]
+
+    def _draw(self, lanes: list[int], step: int, size: int) -> Future[_Chunk] | _Chunk:
+        """The next chunk from ``step``: in the draw-ahead thread, or here when it is too small to be worth a hand-off."""
+        count = self._count(step, size)
+        if len(lanes) * count * size < _AHEAD_FLOATS:
+            return _Chunk(self.generators, lanes, step, count, size)
+        return _ahead().submit(_Chunk, self.generators, lanes, step, count, size)
+
+    def _count(self, step: int, size: int) -> int:
+        count = max(1, min(self.length, _DRAW_BUDGET // size, self.steps - step))
+        self.length *= 2
+        return count
+
+
+def _ahead() -> ThreadPoolExecutor:
+    """The thread that draws chunks ahead, one per process (a fork's child makes its own)."""
+    global _AHEAD
+    if _AHEAD is None or _AHEAD[0] != os.getpid():
+        _AHEAD = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="policy-draws"))
+    return _AHEAD[1]
+
+
+#: The draw-ahead thread's executor and the process it belongs to.
+_AHEAD: tuple[int, ThreadPoolExecutor] | None = None
 
 
 class BatchSampler:
     """The sampling parameters of a batch's rows, as tensors, and their generators."""
 
-    def __init__(self, params: list[SamplingParams], seeds: list[int], steps: int, device: torch.device) -> None:
+    def __init__(self, params: list[SamplingParams], seeds: list[int], steps: int, device: torch.device,
+                 vocab: int | None = None) -> None:
+        """``vocab``: the logits' width, where known before the first step (its draws then start at once)."""
         import torch
 
         greedy = [p.temperature < GREEDY_BELOW for p in params]
@@ -96,7 +153,7 @@ class BatchSampler:
         self.nucleus = torch.tensor([p < 1.0 for p in top_p], device=device)[:, None]
         self.any_nucleus = any(p < 1.0 for p in top_p)
         self.want_top = max(p.top_logprobs for p in params)
-        self.draws = _Draws([seeds[i] for i in self.sampled], device, steps)
+        self.draws = _Draws([seeds[i] for i in self.sampled], device, steps, vocab)
         self._lane = {row: lane for lane, row in enumerate(self.sampled)}
 
     def choose(self, logits: torch.Tensor, step: int, active: list[bool] | None = None
@@ -111,8 +168,10 @@ class BatchSampler:
         import torch
 
         logp = torch.log_softmax(logits / self.temps, dim=-1)
-        tokens = logits.argmax(dim=-1)
         rows = [i for i in self.sampled if active is None or active[i]]
+        # the greedy rows' tokens; a batch of sampled rows only needs a placeholder for its finished ones
+        greedy = len(self.sampled) < len(logits)
+        tokens = logits.argmax(dim=-1) if greedy else torch.zeros(len(logits), dtype=torch.long, device=logits.device)
         if rows:
             index = torch.tensor(rows, device=logits.device)
             probs = torch.softmax(self._filtered(logp[index], rows, index), dim=-1)

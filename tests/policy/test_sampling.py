@@ -42,10 +42,11 @@ def _old_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], 
     return out
 
 
-def _new_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], ends: list[int]) -> list[list[int]]:
+def _new_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], ends: list[int],
+             vocab: int | None = None) -> list[list[int]]:
     from openenv_train.policy._sampling import BatchSampler
 
-    sampler = BatchSampler(params, seeds, len(logits), torch.device("cpu"))
+    sampler = BatchSampler(params, seeds, len(logits), torch.device("cpu"), vocab)
     out: list[list[int]] = [[] for _ in params]
     for step, step_logits in enumerate(logits):
         active = [step < end for end in ends]
@@ -59,15 +60,19 @@ def _new_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], 
     return out
 
 
+@pytest.mark.parametrize("hint", ["none", "right", "wrong"])
+@pytest.mark.parametrize("greedy_rows", [True, False])
 @pytest.mark.parametrize("vocab", [102, 1024])
-def test_batched_sampler_draws_the_old_loops_tokens_for_every_seed(vocab: int) -> None:
+def test_batched_sampler_draws_the_old_loops_tokens_for_every_seed(vocab: int, greedy_rows: bool, hint: str) -> None:
+    """At 1024 the chunks of draws (24 rows x 4 steps first) are large enough to be drawn ahead in a thread; a
+    vocabulary hint draws step 0's before the first step (a wrong one must start again from the seeds)."""
     rng = random.Random(vocab)
-    kinds = [dict(temperature=1.0), dict(temperature=0.0), dict(temperature=0.7, top_p=0.9),
+    kinds = [dict(temperature=1.0), dict(temperature=0.0 if greedy_rows else 0.5), dict(temperature=0.7, top_p=0.9),
              dict(temperature=1.3, top_k=5), dict(temperature=0.8, top_k=40, top_p=0.95), dict(temperature=1.0, top_p=0.5),
              dict(temperature=1.0, top_k=vocab + 3), dict(temperature=2.0, top_k=1)]
     params = [SamplingParams(**kinds[i % len(kinds)]) for i in range(24)]  # type: ignore[arg-type]
     seeds = [rng.randrange(2**63) for _ in params]
-    steps = 40  # past the first draw chunks (8, then 16 steps), so chunked draws must equal one call per step
+    steps = 40  # past the first draw chunks (4, 8, then 16 steps), so chunked draws must equal one call per step
     ends = [rng.randint(1, steps) for _ in params]
     generator = torch.Generator().manual_seed(vocab)
     logits = []
@@ -76,7 +81,8 @@ def test_batched_sampler_draws_the_old_loops_tokens_for_every_seed(vocab: int) -
         step_logits[::3, : vocab // 2] = -torch.inf  # constrained rows: the mask sets forbidden logits to -inf
         step_logits[1::5, :10] = 4.0  # exact ties, at the top
         logits.append(step_logits)
-    assert _new_run(logits, params, seeds, ends) == _old_run(logits, params, seeds, ends)
+    given = {"none": None, "right": vocab, "wrong": vocab + 7}[hint]
+    assert _new_run(logits, params, seeds, ends, given) == _old_run(logits, params, seeds, ends)
 
 
 def test_a_tiny_temperature_decodes_greedily_with_finite_logprobs() -> None:
