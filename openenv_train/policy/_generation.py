@@ -4,7 +4,7 @@ Rows of one batch may differ in prompt length (left padding) and in every sampli
 ``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch
 (and the same as ``torch.multinomial`` with that generator, step by step: :mod:`._sampling`). A step is a handful
 of tensor operations for the whole batch; rows with a constraint or stop strings do Python work per token, and
-sampled rows (temperature > 0) take their random draws from per-row buffers refilled every few steps.
+sampled rows (temperature > 0) take their random draws from per-row buffers a helper thread fills steps ahead.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token sampled (raw logits when the temperature is 0),
 before top-p/top-k filtering: what TRL recomputes in its loss (it divides the logits by the temperature and
