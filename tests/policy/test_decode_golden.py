@@ -58,8 +58,11 @@ def decode(model: Any, tokenizer: Any, **options: Any) -> list[dict[str, Any]]:
              "error": None if o.error is None else str(o.error)} for o in outputs]
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], fast: bool) -> None:
+@pytest.mark.parametrize(("fast", "ahead"), [(True, False), (False, False), (True, True)])
+def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], fast: bool, ahead: bool,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    if ahead:  # every chunk of draws from the draw-ahead thread (this batch's are too small to go there otherwise)
+        monkeypatch.setattr("openenv_train.policy._sampling._AHEAD_FLOATS", 0)
     golden = json.loads(GOLDEN.read_text())
     now = decode(*tiny, fast=fast)
     assert len(now) == len(golden)
@@ -70,6 +73,34 @@ def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], 
         # the same model, batch and draws; a rewritten decode step, or another CPU's float32 kernels (the file was
         # written on another machine; on an AVX-512 one they differ by up to 1.5e-6 relative), change the last bits only
         assert new["logprobs"] == pytest.approx(old["logprobs"], abs=1e-5, rel=1e-5), f"row {i}: logprobs differ"
+
+
+def test_a_row_with_non_finite_logits_fails_alone(tiny: tuple[Any, Any]) -> None:
+    """Row 0's logits turn nan, row 1's huge but finite (their sum overflows) after their first token: row 0 fails
+    with a clear error, the others decode as they would have."""
+    import torch
+
+    from openenv_train.policy import BackendFailed
+
+    model, tokenizer = tiny
+    clean = decode(model, tokenizer)
+
+    def poison(module: Any, args: Any, out: Any) -> Any:
+        if len(out) != len(clean):  # the prefill of the distinct prompts (rows 0, 5 and 10 share one)
+            return out
+        out = out.clone()
+        out[0] = float("nan")
+        out[1] = out[1] + 1e37  # the same softmax, a sum past float32's range
+        return out
+
+    handle = model.lm_head.register_forward_hook(poison)
+    try:
+        now = decode(model, tokenizer)
+    finally:
+        handle.remove()
+    assert now[0]["error"] == str(BackendFailed("the model produced non-finite logits for this request"))
+    assert now[1]["error"] is None and torch.isfinite(torch.tensor(now[1]["logprobs"])).all()
+    assert [o["token_ids"] for o in now[2:]] == [o["token_ids"] for o in clean[2:]]
 
 
 if __name__ == "__main__":
