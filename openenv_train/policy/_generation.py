@@ -373,7 +373,6 @@ class _Batch:
         bad = ~torch.isfinite(logits.sum(dim=-1)) & ~done  # a nan or an infinity makes the row's sum one
         if bool(bad.any()):
             bad &= ~torch.isfinite(logits).all(dim=-1)  # not a sum of huge finite logits that overflowed
-        if bool(bad.any()):
             for i in bad.nonzero()[:, 0].tolist():
                 self.errors[i] = BackendFailed("the model produced non-finite logits for this request")
             done |= bad

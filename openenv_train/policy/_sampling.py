@@ -79,7 +79,7 @@ class _Draws:
         self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
         self.device, self.steps = device, steps
         self.chunk: _Chunk | None = None  # finished rows' lanes go stale
-        self.ahead: Future[_Chunk] | _Chunk | None = None  # the chunk after ``chunk`` (drawn, or being drawn)
+        self.ahead: Future[_Chunk] | None = None  # the chunk after ``chunk`` (drawn, or being drawn)
         self.length = _FIRST_CHUNK
         if vocab and seeds and device.type == "cpu":  # step 0's chunk, drawn while the prompts prefill
             self.ahead = self._draw(list(range(len(seeds))), 0, vocab)
@@ -93,8 +93,7 @@ class _Draws:
                 1, generator=self.generators[lane]) for lane in lanes])
         chunk = self.chunk
         if chunk is None or step >= chunk.end:
-            ahead = self.ahead
-            chunk = ahead if isinstance(ahead, _Chunk) else ahead.result() if ahead is not None else None
+            chunk = self.ahead.result() if self.ahead is not None else None
             if chunk is not None and chunk.size != size:  # step 0's chunk for a wrong vocabulary hint: start again
                 for generator, seed in zip(self.generators, self.seeds, strict=True):
                     generator.manual_seed(seed)
@@ -107,12 +106,14 @@ class _Draws:
                 self.ahead = self._draw(lanes, chunk.end, size)
         return chunk.buffer[torch.tensor(lanes), step - chunk.start]
 
-    def _draw(self, lanes: list[int], step: int, size: int) -> Future[_Chunk] | _Chunk:
+    def _draw(self, lanes: list[int], step: int, size: int) -> Future[_Chunk]:
         """The next chunk from ``step``: in the draw-ahead thread, or here when it is too small to be worth a hand-off."""
         count = self._count(step, size)
-        if len(lanes) * count * size < _AHEAD_FLOATS:
-            return _Chunk(self.generators, lanes, step, count, size)
-        return _ahead().submit(_Chunk, self.generators, lanes, step, count, size)
+        if len(lanes) * count * size >= _AHEAD_FLOATS:
+            return _ahead().submit(_Chunk, self.generators, lanes, step, count, size)
+        done: Future[_Chunk] = Future()
+        done.set_result(_Chunk(self.generators, lanes, step, count, size))
+        return done
 
     def _count(self, step: int, size: int) -> int:
         count = max(1, min(self.length, _DRAW_BUDGET // size, self.steps - step))
@@ -142,6 +143,7 @@ class BatchSampler:
 
         greedy = [p.temperature < GREEDY_BELOW for p in params]
         self.sampled = [i for i, g in enumerate(greedy) if not g]
+        self.any_greedy = any(greedy)
         self.temps = torch.tensor([1.0 if g else p.temperature for p, g in zip(params, greedy, strict=True)],
                                   device=device)[:, None]
         self.device = device
@@ -170,8 +172,8 @@ class BatchSampler:
         logp = torch.log_softmax(logits / self.temps, dim=-1)
         rows = [i for i in self.sampled if active is None or active[i]]
         # the greedy rows' tokens; a batch of sampled rows only needs a placeholder for its finished ones
-        greedy = len(self.sampled) < len(logits)
-        tokens = logits.argmax(dim=-1) if greedy else torch.zeros(len(logits), dtype=torch.long, device=logits.device)
+        tokens = logits.argmax(dim=-1) if self.any_greedy else torch.zeros(len(logits), dtype=torch.long,
+                                                                             device=logits.device)
         if rows:
             index = torch.tensor(rows, device=logits.device)
             probs = torch.softmax(self._filtered(logp[index], rows, index), dim=-1)

@@ -171,10 +171,10 @@ def _summary(rec: RecipeRun, cfg: GrpoWordleConfig, held: Sequence[str], sft_wor
              started: float) -> dict[str, Any]:
     """``summary.json``/``.md`` and ``training.png``: win rates per phase, their differences, the unseen words."""
     out, evals = rec.out, rec.state.data["evals"]
+    constraint = "guided_choice: valid guesses not made before" + ("; guided_choice_order: any" if cfg.order == "any"
+                                                                   else "")
     extra = {"title": "GRPO Wordle", "run": str(out), "held_out_secrets": len(held),
-             "decoding_constraint": ("guided_choice: valid guesses not made before"
-                                     + ("; guided_choice_order: any" if cfg.order == "any" else "")) if cfg.constrained
-             else None,
+             "decoding_constraint": constraint if cfg.constrained else None,
              "guesses_when_won": {p: r.get("guesses_when_won") for p, r in evals.items()},
              "budgets": rec.state.data.get("budgets", {}),
              "seconds_this_session": round(time.perf_counter() - started, 1), "config": cfg.as_dict()}
