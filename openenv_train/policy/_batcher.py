@@ -35,7 +35,7 @@ class BatchInfo:
     batch_rows: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job(Generic[RowT, OutT]):
     rows: list[RowT]
     future: asyncio.Future[tuple[list[OutT], BatchInfo]]
@@ -54,11 +54,13 @@ class Batcher(Generic[RowT, OutT]):
         wait_fraction: With ``expecting``: how long, as a fraction of the previous batch's generate time, a job may
             wait for the rest of a larger previous batch (never less than ``window_s``).
         whole_batch_errors: Errors of ``run_rows`` that fail every job of its batch instead of a retry job by job.
+        in_flight: Batches ``run_rows`` may run at once, each in a thread of its own (an engine that lets a batch
+            join the one decoding: the next batch need not wait for it to end).
     """
 
     def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
                  expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0,
-                 whole_batch_errors: tuple[type[BaseException], ...] = ()) -> None:
+                 whole_batch_errors: tuple[type[BaseException], ...] = (), in_flight: int = 1) -> None:
         self.run_rows = run_rows
         self.whole_batch_errors = whole_batch_errors
         self.window_s = window_s
@@ -69,7 +71,9 @@ class Batcher(Generic[RowT, OutT]):
         self._last_rows = 0
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[_Job[RowT, OutT]] = []
-        self._running: list[_Job[RowT, OutT]] = []  # the batch in the worker thread
+        self.in_flight = in_flight
+        self._running: list[_Job[RowT, OutT]] = []  # the batches in the worker threads
+        self._flights: set[asyncio.Task[None]] = set()
         self._wake: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -82,7 +86,7 @@ class Batcher(Generic[RowT, OutT]):
         """
         loop = asyncio.get_running_loop()
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="policy-generate")
+            self._executor = ThreadPoolExecutor(self.in_flight, thread_name_prefix="policy-generate")
         if self._loop is not loop or self._worker is None or self._worker.done():
             self._loop, self._wake = loop, asyncio.Event()
             self._worker = loop.create_task(self._run(), name="policy-batcher")
@@ -97,7 +101,7 @@ class Batcher(Generic[RowT, OutT]):
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._pending:
+            while self._pending and len(self._flights) < self.in_flight:
                 await self._gather()
                 batch: list[_Job[RowT, OutT]] = []
                 rows = 0
@@ -108,19 +112,33 @@ class Batcher(Generic[RowT, OutT]):
                 batch = [j for j in batch if not j.future.done()]  # callers that went away
                 self._last_rows = rows
                 if batch:
-                    assert self._executor is not None
-                    start = time.perf_counter()
-                    self._running = batch
-                    results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
-                    self._running = []
-                    self._last_seconds = time.perf_counter() - start
-                    for job, result in zip(batch, results, strict=True):
-                        if job.future.done():
-                            continue
-                        if isinstance(result, BaseException):
-                            job.future.set_exception(result)
-                        else:
-                            job.future.set_result(result)
+                    if self.in_flight == 1:
+                        await self._fly(batch)
+                    else:
+                        flight = self._loop.create_task(self._fly(batch))
+                        self._flights.add(flight)
+                        flight.add_done_callback(self._landed)
+
+    def _landed(self, flight: asyncio.Task[None]) -> None:
+        self._flights.discard(flight)
+        if self._wake is not None:
+            self._wake.set()  # jobs that queued while every flight was taken
+
+    async def _fly(self, batch: list[_Job[RowT, OutT]]) -> None:
+        """Run one batch in a worker thread and settle its jobs."""
+        assert self._executor is not None and self._loop is not None
+        start = time.perf_counter()
+        self._running.extend(batch)
+        results = await self._loop.run_in_executor(self._executor, self._run_batch, batch)
+        self._running = [j for j in self._running if j not in batch]  # (when cancelled, aclose cancels them)
+        self._last_seconds = time.perf_counter() - start
+        for job, result in zip(batch, results, strict=True):
+            if job.future.done():
+                continue
+            if isinstance(result, BaseException):
+                job.future.set_exception(result)
+            else:
+                job.future.set_result(result)
 
     async def _gather(self) -> None:
         """Wait for company: while jobs are on their way or fewer rows are pending than the last batch held."""
@@ -129,11 +147,15 @@ class Batcher(Generic[RowT, OutT]):
             if sum(len(j.rows) for j in self._pending) < self.max_rows:
                 await asyncio.sleep(self.window_s)
             return
-        deadline = time.perf_counter() + max(self.window_s, self.wait_fraction * self._last_seconds)
+        # a batch that can join the running one waits only ``window_s``: the engine is not idle meanwhile
+        joining = self.in_flight > 1
+        deadline = time.perf_counter() + (self.window_s if joining else
+                                          max(self.window_s, self.wait_fraction * self._last_seconds))
         while True:
             rows = sum(len(j.rows) for j in self._pending)
             remaining = deadline - time.perf_counter()
-            if rows >= self.max_rows or remaining <= 0 or (self.expecting() <= 0 and rows >= self._last_rows):
+            if rows >= self.max_rows or remaining <= 0 or (self.expecting() <= 0 and (
+                    joining or rows >= self._last_rows)):
                 return
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
@@ -173,7 +195,10 @@ class Batcher(Generic[RowT, OutT]):
                     await worker
             elif not loop.is_closed():
                 loop.call_soon_threadsafe(worker.cancel)
-        for job in [*self._pending, *self._running]:  # the batch in flight too: nobody would answer it
+        for flight in list(self._flights):
+            flight.cancel()
+        self._flights.clear()
+        for job in [*self._pending, *self._running]:  # the batches in flight too: nobody would answer them
             if not job.future.done():
                 job.future.cancel()
         self._pending.clear()

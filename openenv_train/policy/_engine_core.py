@@ -14,10 +14,11 @@ import dataclasses
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ._continuous import ContinuousDecode
 from ._errors import PolicyError
 from ._generation import Row, RowOutput, generate_rows
 from ._prefix_cache import PrefixCache
@@ -41,6 +42,8 @@ class CoreSettings:
     """torch threads while a batch decodes (0: torch's setting)."""
     switch_s: float = 0.0
     """Python's switch interval while a batch decodes (0: Python's setting)."""
+    continuous: bool = False
+    """Let batches join a running decode (:mod:`._continuous`) where the model decodes on the fast path."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ class EngineCore:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         self.prefix_cache = PrefixCache(settings.prefix_bytes) if settings.prefix_bytes else None
         self._guides: Any = None  # GuideCache, built for the first row that comes without its guide
+        self.joining = ContinuousDecode(model, tokenizer, settings.pad_id, self.prefix_cache) \
+            if settings.continuous and settings.fast and ContinuousDecode.supports(model) else None
+        """Where batches join a running decode (None: they decode one at a time, with :meth:`run`)."""
+        self._joined: dict[Any, tuple[list[RowOutput | None], list[int]]] = {}  # key -> outputs so far, rows decoding
+        self._busy = ExitStack()
 
     def run(self, rows: list[Row], version: Any = None, on_step: Callable[[], None] | None = None) -> list[RowOutput]:
         """Every row's output, in order; a row whose constraint cannot be built into a guide gets that error.
@@ -77,6 +85,55 @@ class EngineCore:
         Raises:
             Exception: whatever the model raises (the whole batch failed).
         """
+        outputs, todo = self._guided(rows)
+        if todo:
+            settings = self.settings
+            with DECODING.using(settings.threads, settings.switch_s):
+                done = generate_rows(self.model, self.tokenizer, [row for _, row in todo], pad_id=settings.pad_id,
+                                     fast=settings.fast, prefix=self.prefix_cache, version=version, on_step=on_step)
+            for (i, _), out in zip(todo, done, strict=True):
+                outputs[i] = out
+        return [out if out is not None else RowOutput() for out in outputs]
+
+    def add(self, key: Any, rows: list[Row], version: Any = None,
+            on_step: Callable[[], None] | None = None) -> list[tuple[Any, list[RowOutput] | BaseException]]:
+        """Let a batch join the running decode (``joining`` must be set and admit ``version``); the batch back at
+        once if none of its rows decodes (each failed its constraint) or its prefill raised."""
+        assert self.joining is not None
+        outputs, todo = self._guided(rows)
+        if not todo:
+            return [(key, [out if out is not None else RowOutput() for out in outputs])]
+        if self.joining.idle:
+            self._busy.enter_context(DECODING.using(self.settings.threads, self.settings.switch_s))
+        try:
+            self.joining.add(key, [row for _, row in todo], version, on_step)
+        except Exception as exc:
+            self._settle()
+            return [(key, exc)]
+        self._joined[key] = (outputs, [i for i, _ in todo])
+        return []
+
+    def step(self) -> list[tuple[Any, list[RowOutput] | BaseException]]:
+        """One step of every joined batch: those that ended, with their outputs (or the error that ended them)."""
+        assert self.joining is not None
+        ended = []
+        for key, result in self.joining.step():
+            outputs, decoded = self._joined.pop(key)
+            if not isinstance(result, BaseException):
+                for i, out in zip(decoded, result, strict=True):
+                    outputs[i] = out
+                result = [out if out is not None else RowOutput() for out in outputs]
+            ended.append((key, result))
+        self._settle()
+        return ended
+
+    def _settle(self) -> None:
+        if self.joining is not None and self.joining.idle:
+            self._busy.close()
+
+    def _guided(self, rows: list[Row]) -> tuple[list[RowOutput | None], list[tuple[int, Row]]]:
+        """The rows with their guides built (from their constraints), and an error output for each row whose
+        constraint cannot be."""
         outputs: list[RowOutput | None] = [None] * len(rows)
         todo: list[tuple[int, Row]] = []
         for i, row in enumerate(rows):
@@ -87,14 +144,7 @@ class EngineCore:
                     outputs[i] = RowOutput(error=exc)
                     continue
             todo.append((i, row))
-        if todo:
-            settings = self.settings
-            with DECODING.using(settings.threads, settings.switch_s):
-                done = generate_rows(self.model, self.tokenizer, [row for _, row in todo], pad_id=settings.pad_id,
-                                     fast=settings.fast, prefix=self.prefix_cache, version=version, on_step=on_step)
-            for (i, _), out in zip(todo, done, strict=True):
-                outputs[i] = out
-        return [out if out is not None else RowOutput() for out in outputs]
+        return outputs, todo
 
     def guide_for(self, constraint: Any) -> Any:
         """The guide of ``constraint`` (cached by content).

@@ -74,7 +74,9 @@ _PRELOAD = ["torch", "transformers", "openenv_train.policy._engine_process", "op
 class ProcessEngine:
     """The endpoint's handle on an engine process: start, run batches, restart, close.
 
-    Batches are run one at a time (from the batcher's worker thread); :meth:`close` may come from any thread.
+    Batches are run from the batcher's worker threads (one at a time, or several that the engine decodes together
+    with ``settings.continuous``): a reader thread hands each message to its batch; :meth:`close` may come from
+    any thread.
 
     Args:
         model: The model (on the CPU); its parameters and buffers are moved to shared memory in place.
@@ -102,8 +104,12 @@ class ProcessEngine:
         """Set while the engine decodes a batch (from its report that it started until the batch's end)."""
         self.prefix_cache: PrefixStats | None = PrefixStats() if settings.prefix_bytes else None
         """The engine's prefix cache counters after its last batch (None when the cache is off)."""
-        self._lock = threading.RLock()  # one batch, start or restart at a time
-        self._send_lock = threading.Lock()  # close() may send while a batch waits for its answer
+        self._lock = threading.RLock()  # sending a batch, starting and restarting
+        self._idle = threading.Condition(self._lock)  # notified when no batch is in flight
+        self._send_lock = threading.Lock()  # close() and cancellations may send while a batch is sent
+        self._inboxes: dict[int, queue.SimpleQueue[Any]] = {}  # batch id -> its messages (the reader fills them)
+        self._pids: dict[int, int | None] = {}  # starts -> that engine's pid
+        self._losses: dict[int, str] = {}  # starts -> how that engine died
         self._process: Any = None
         self._conn: Any = None
         self._ids = itertools.count()
@@ -152,6 +158,8 @@ class ProcessEngine:
             self.pid, self.threads = hello.pid, hello.threads
             self._guides.resend()
             self.starts += 1
+            self._pids[self.starts] = self.pid
+            threading.Thread(target=self._read, args=(ours,), name="policy-engine-read", daemon=True).start()
 
     def close(self) -> None:
         """Stop the engine (a later :meth:`run` starts a new one)."""
@@ -187,33 +195,51 @@ class ProcessEngine:
         with self._lock:
             self.start()
 
-    # -- batches -----------------------------------------------------------------------------------
+    # -- batches ---------------------------------------------------------------------------------
     def run(self, rows: list[Row], version: Any = None) -> list[RowOutput]:
-        """Decode a batch in the engine; streamed rows get their tokens as the engine samples them.
+        """Decode a batch in the engine; streamed rows get their tokens as the engine samples them. Several
+        threads may each run one at once (an engine with ``settings.continuous`` decodes them together).
 
         Raises:
             EngineUnavailable: the engine died while it held the batch (a new one has been started).
             Exception: what the model raised on the batch.
         """
         with self._lock:
+            while self._inboxes and (self._process is None or not self._process.is_alive() or self._moved()):
+                self._idle.wait()  # a restart would lose the batches in flight: it waits for them
             if self._process is None or not self._process.is_alive() or self._moved():
                 self.start()
             batch_id = next(self._ids)
             wired, streamed, guides = wire_rows(rows, self._guides)
             flight = BatchInFlight.of(batch_id, rows)
+            inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+            self._inboxes[batch_id] = inbox
+            starts = self.starts
             try:
                 self._send(Batch(batch_id, wired, streamed, (version, self._epoch), guides,
                                  self._guides.forgotten()))
                 self.batches_sent += 1
-                return self._receive(flight)
             except (EOFError, OSError) as exc:
-                raise self._lost(exc) from None
-            finally:
-                self.decoding.clear()
+                self._close_inbox(batch_id)
+                raise self._lost(exc, starts) from None
+        try:
+            return self._receive(flight, inbox, starts)
+        finally:
+            with self._lock:
+                self._close_inbox(batch_id)
 
-    def _receive(self, flight: BatchInFlight) -> list[RowOutput]:
+    def _close_inbox(self, batch_id: int) -> None:
+        self._inboxes.pop(batch_id, None)
+        if not self._inboxes:
+            self.decoding.clear()
+            self._idle.notify_all()
+
+    def _receive(self, flight: BatchInFlight, inbox: queue.SimpleQueue[Any], starts: int) -> list[RowOutput]:
         while True:
-            message = self._conn.recv()
+            message = inbox.get()
+            if isinstance(message, BaseException):  # the pipe ended: the engine died or was closed
+                with self._lock:
+                    raise self._lost(message, starts) from None
             if isinstance(message, Tokens):
                 cancel = flight.tokens(message)
                 if cancel is not None:
@@ -230,15 +256,37 @@ class ProcessEngine:
                 assert message.outputs is not None
                 return message.outputs
 
+    def _read(self, conn: Any) -> None:
+        """The pipe's reader (a thread per engine): each message to its batch's inbox; when the pipe ends, the
+        error to every batch in flight."""
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError) as exc:
+                with self._lock:
+                    if self._conn is conn or self._conn is None:
+                        for inbox in self._inboxes.values():
+                            inbox.put(exc)
+                return
+            waiting = self._inboxes.get(message.batch_id)
+            if waiting is not None:
+                waiting.put(message)
+
     def _send(self, message: Any) -> None:
         with self._send_lock:
             self._conn.send(message)
 
-    def _lost(self, exc: BaseException) -> EngineUnavailable:
-        """The engine died holding a batch: reap it, start a new one, and say so."""
-        pid = self.pid
+    def _lost(self, exc: BaseException, starts: int) -> EngineUnavailable:
+        """The engine that held a batch died (``starts``: the engines started when it was sent): reap it and start
+        a new one unless that was done for another batch of it, and say so."""
+        pid = self._pids.get(starts, self.pid)
+        if self.starts != starts:  # another batch it held reaped it
+            return EngineUnavailable(f"the model's engine process (pid {pid}) died while decoding this request "
+                                     f"({self._losses.get(starts)}); a new engine (pid {self.pid}) was started; "
+                                     "send the request again")
         code = self._stop()
-        how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        how = self._losses[starts] = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 \
+            else f"exit code {code}"
         if self._closing:
             return EngineUnavailable(f"the model's engine process (pid {pid}) was closed while decoding this request")
         try:
@@ -293,7 +341,7 @@ def serve_engine(conn: Any) -> None:
     conn.send(Hello(os.getpid(), torch.get_num_threads()))
     guides = GuideStore(core.guide_for)
     batches: queue.SimpleQueue[Batch] = queue.SimpleQueue()
-    current: list[EngineStreams] = []  # the batch decoding now, for cancellations
+    current: dict[int, EngineStreams] = {}  # the batches decoding now, for cancellations
 
     def receive() -> None:
         while True:
@@ -304,36 +352,75 @@ def serve_engine(conn: Any) -> None:
             if message is None:  # the endpoint closed us or died: nothing is waiting for what we would send
                 os._exit(0)
             if isinstance(message, Cancel):
-                for streams in list(current):
+                streams = current.get(message.batch_id)
+                if streams is not None:
                     streams.cancel(message)
             else:
                 batches.put(message)
 
-    threading.Thread(target=receive, name="engine-receive", daemon=True).start()
-    while True:
-        batch = batches.get()
-        streams = EngineStreams(batch)
-        current[:] = [streams]
+    def begin(batch: Batch) -> tuple[list[Row], Any]:
+        """The batch's rows with their guides and stand-in streams, and what sends its streamed tokens."""
+        streams = current[batch.batch_id] = EngineStreams(batch)
         conn.send(Started(batch.batch_id))
 
-        def flush(streams: EngineStreams = streams) -> None:
+        def flush() -> None:
             tokens = streams.take()
             if tokens is not None:
                 conn.send(tokens)
 
+        guides.forget(batch.forget)
+        rows = [dataclasses.replace(row, guide=guides.guide(ref)) if ref is not None else row
+                for row, ref in zip(streams.rows(batch.rows), batch.guides, strict=True)]
+        return rows, flush if batch.streamed else None
+
+    def end(batch_id: int, result: list[RowOutput] | BaseException) -> None:
+        current.pop(batch_id, None)
+        if isinstance(result, BaseException):  # the model failed on the batch: the endpoint retries its jobs
+            conn.send(Done(batch_id, error=_sendable(result), stats=core.stats()))
+        else:
+            conn.send(Done(batch_id, result, stats=core.stats()))
+
+    threading.Thread(target=receive, name="engine-receive", daemon=True).start()
+    if core.joining is not None:
+        _serve_joining(core, batches, begin, end)
+    while True:
+        batch = batches.get()
         try:
-            guides.forget(batch.forget)
-            rows = [dataclasses.replace(row, guide=guides.guide(ref)) if ref is not None else row
-                    for row, ref in zip(streams.rows(batch.rows), batch.guides, strict=True)]
-            outputs = core.run(rows, batch.version, on_step=flush if batch.streamed else None)
-            done = Done(batch.batch_id, outputs, stats=core.stats())
-        except Exception as exc:  # the model failed on the batch: the endpoint retries its jobs one by one
-            done = Done(batch.batch_id, error=_sendable(exc), stats=core.stats())
-        current.clear()
-        conn.send(done)
+            rows, flush = begin(batch)
+            result: list[RowOutput] | BaseException = core.run(rows, batch.version, on_step=flush)
+        except Exception as exc:
+            result = exc
+        end(batch.batch_id, result)
 
 
-def _sendable(exc: Exception) -> Exception:
+def _serve_joining(core: EngineCore, batches: queue.SimpleQueue[Batch], begin: Any, end: Any) -> None:
+    """Decode batches as they come (never returns): each joins the running decode at the next step, unless its
+    policy version differs from the running batches', then it waits for them to end."""
+    assert core.joining is not None
+    waiting: list[Batch] = []
+    while True:
+        if core.joining.idle and not waiting:
+            waiting.append(batches.get())
+        while True:
+            try:
+                waiting.append(batches.get_nowait())
+            except queue.Empty:
+                break
+        while waiting and core.joining.admits(waiting[0].version):  # in order: a new version is not passed by
+            batch = waiting.pop(0)
+            try:
+                rows, flush = begin(batch)
+                finished = core.add(batch.batch_id, rows, batch.version, on_step=flush)
+            except Exception as exc:
+                finished = [(batch.batch_id, exc)]
+            for batch_id, result in finished:
+                end(batch_id, result)
+        if not core.joining.idle:
+            for batch_id, result in core.step():
+                end(batch_id, result)
+
+
+def _sendable(exc: BaseException) -> BaseException:
     """``exc`` if it pickles, else a RuntimeError with its text."""
     try:
         pickle.dumps(exc)

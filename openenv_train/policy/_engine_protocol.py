@@ -1,7 +1,7 @@
 """The messages between a local backend and its engine process, and what each side keeps while a batch is in
 flight (no pipes, processes or clocks here: :mod:`._engine_process` moves the messages).
 
-One batch at a time, in order::
+Per batch, in order (several batches may be in flight to an engine with continuous batching)::
 
     endpoint -> engine   Batch(rows, streamed, version)
     engine -> endpoint   Started, then Tokens per step (streamed rows only), then Done(outputs | error, stats)

@@ -232,21 +232,36 @@ class _Batch:
         self.cut: set[int] = set()
 
     def run(self, *, fast: bool, prefix: PrefixCache | None = None) -> list[RowOutput]:
+        logits_now = self.prefill(fast=fast, prefix=prefix)
+        for step in range(self.steps):
+            tokens = self.sample(step, logits_now)
+            if tokens is None:
+                break
+            logits_now = self._forward(step, tokens)
+        if prefix is not None and self.decoder is not None:
+            decoder, width = self.decoder, self.width
+            self.store(prefix, lambda i, start, fed: decoder.slice(i, width - start, width + fed))
+        return self.outputs()
+
+    def prefill(self, *, fast: bool, prefix: PrefixCache | None = None, slots: int | None = None) -> torch.Tensor:
+        """Prefill every prompt; the logits of each row's next token. ``slots``: the fast decoder's length (the
+        prompts' width plus every step by default; the prompts' alone for rows whose steps decode elsewhere)."""
         import torch
         from transformers import DynamicCache
 
         from ._llama_decode import FastDecoder
 
         rows, width, count = self.rows, self.width, len(self.rows)
+        steps = self.steps if slots is None else slots - width
         lengths = torch.tensor([len(r.prompt) for r in rows], device=self.device)
         mask = torch.zeros((count, width + self.steps), dtype=torch.long, device=self.device)
         mask[:, :width] = torch.arange(width, device=self.device)[None, :] >= (width - lengths)[:, None]
         positions = (mask[:, :width].cumsum(-1) - 1).clamp(min=0)
         hits = [prefix.lookup(r.prompt) for r in rows] if prefix is not None else []
-        cache: dict[str, Any] = {}
-        decoder: FastDecoder | None
+        self.cache: dict[str, Any] = {}
+        self.decoder: FastDecoder | None
         if any(hits):
-            decoder = reusing = FastDecoder(self.model, count, width + self.steps)
+            self.decoder = reusing = FastDecoder(self.model, count, width + steps)
             logits_now = self._prefill_cached(reusing, hits, mask, positions)
         else:
             cache_name, keeps = _forward_names(self.model)
@@ -262,55 +277,66 @@ class _Batch:
             # Rows with the same prompt (a GRPO group's first turn) are prefilled once; the static cache takes
             # each row's copy. transformers' own decode steps keep its cache, so they prefill every row.
             shared = _same_prompts(rows) if fast and FastDecoder.supports(self.model) else None
-            decoder = None
+            self.decoder = None
             if shared is not None:
-                logits_now, cache = prefill(shared[0])
-                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps, spread=shared[1])
+                logits_now, self.cache = prefill(shared[0])
+                self.decoder = FastDecoder.build(self.model, self.cache[cache_name], count, width, steps,
+                                                 spread=shared[1])
                 logits_now = logits_now[shared[1]]
-            if decoder is None:
-                logits_now, cache = prefill(slice(None))
-                decoder = FastDecoder.build(self.model, cache[cache_name], count, width, self.steps) if fast else None
-        attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
-        done = torch.zeros(count, dtype=torch.bool, device=self.device)
-        by_token = torch.zeros_like(done)
-        produced = torch.zeros(count, dtype=torch.long, device=self.device)
-        next_pos = positions[:, -1:] + 1
-        for step in range(self.steps):
-            if self.streams:
-                done |= self._cancelled(done)
-            logits = self._checked(logits_now.float(), done)
-            if self.slows:
-                logits = _mask(logits, self.slows, done.tolist(), self.errors)
-                done |= self._failed(count)
-            active = ~done
-            tokens, chosen, top = self.sampler.choose(logits, step, active.tolist() if self.sampler.sampled else None)
-            tokens = torch.where(active, tokens, self.pad_id)
-            self.ids[:, step], self.logprobs[:, step] = tokens, chosen
-            if top is not None:
-                self.tops.append(top)
-            produced += active
-            hit = (tokens[:, None] == self.stop).any(dim=-1) & active
-            by_token |= hit
-            done |= hit | (produced >= self.max_new)
-            if self.slows:
-                self._advance(tokens.tolist(), active.tolist(), hit.tolist(), produced, done)
-            if self.streams:
-                self._push(tokens, chosen, active, top)
-                if self.on_step is not None:
-                    self.on_step()
-            if bool(done.all()):
-                break
-            mask[:, width + step] = 1
-            if decoder is not None:
-                attend[:, :, :, width + step] = True
-                logits_now = decoder.step(tokens, next_pos, width + step, attend[:, :, :, : width + step + 1])
-            else:
-                logits_now = self.model(input_ids=tokens[:, None], attention_mask=mask[:, : width + step + 1],
-                                        position_ids=next_pos, use_cache=True, **cache).logits[:, -1, :]
-            next_pos = next_pos + 1
-        if prefix is not None and decoder is not None:
-            self._store(prefix, decoder, produced.tolist())
-        return self._outputs(produced.tolist(), by_token.tolist())
+            if self.decoder is None:
+                logits_now, self.cache = prefill(slice(None))
+                self.decoder = FastDecoder.build(self.model, self.cache[cache_name], count, width, steps) \
+                    if fast else None
+        self.mask = mask
+        self.attend = mask.bool()[:, None, None, :]  # the same mask as sdpa takes it, kept in step with mask
+        self.done = torch.zeros(count, dtype=torch.bool, device=self.device)
+        self.by_token = torch.zeros_like(self.done)
+        self.produced = torch.zeros(count, dtype=torch.long, device=self.device)
+        self.next_pos = positions[:, -1:] + 1
+        return logits_now
+
+    def sample(self, step: int, logits_now: torch.Tensor) -> torch.Tensor | None:
+        """Step ``step``: every row's next token from its logits (a finished row's is padding), pushed to the
+        streams; None once every row has ended."""
+        import torch
+
+        done, count = self.done, len(self.rows)
+        if self.streams:
+            done |= self._cancelled(done)
+        logits = self._checked(logits_now.float(), done)
+        if self.slows:
+            logits = _mask(logits, self.slows, done.tolist(), self.errors)
+            done |= self._failed(count)
+        active = ~done
+        tokens, chosen, top = self.sampler.choose(logits, step, active.tolist() if self.sampler.sampled else None)
+        tokens = torch.where(active, tokens, self.pad_id)
+        self.ids[:, step], self.logprobs[:, step] = tokens, chosen
+        if top is not None:
+            self.tops.append(top)
+        self.produced += active
+        hit = (tokens[:, None] == self.stop).any(dim=-1) & active
+        self.by_token |= hit
+        done |= hit | (self.produced >= self.max_new)
+        if self.slows:
+            self._advance(tokens.tolist(), active.tolist(), hit.tolist(), self.produced, done)
+        if self.streams:
+            self._push(tokens, chosen, active, top)
+            if self.on_step is not None:
+                self.on_step()
+        return None if bool(done.all()) else tokens
+
+    def _forward(self, step: int, tokens: torch.Tensor) -> torch.Tensor:
+        """The logits after feeding this step's tokens, through the batch's own decoder (or transformers')."""
+        width = self.width
+        self.mask[:, width + step] = 1
+        if self.decoder is not None:
+            self.attend[:, :, :, width + step] = True
+            logits = self.decoder.step(tokens, self.next_pos, width + step, self.attend[:, :, :, : width + step + 1])
+        else:
+            logits = self.model(input_ids=tokens[:, None], attention_mask=self.mask[:, : width + step + 1],
+                                position_ids=self.next_pos, use_cache=True, **self.cache).logits[:, -1, :]
+        self.next_pos = self.next_pos + 1
+        return logits
 
     def _prefill_cached(self, decoder: FastDecoder, hits: list[CachedPrefix | None], mask: torch.Tensor,
                         positions: torch.Tensor) -> torch.Tensor:
@@ -333,15 +359,15 @@ class _Batch:
         attend = torch.where(valid[:, :, None], attend, slots == width - 1)  # padding queries: any finite row
         return decoder.prefill(tokens, positions[:, width - block:], valid, width, attend[:, None])
 
-    def _store(self, prefix: PrefixCache, decoder: FastDecoder, produced: list[int]) -> None:
-        """Keep each finished row's prompt and completion (but its last token, never fed back) in ``prefix``."""
-        ids = self.ids.tolist()
+    def store(self, prefix: PrefixCache, keys_of: Callable[[int, int, int], Any]) -> None:
+        """Keep each finished row's prompt and completion (but its last token, never fed back) in ``prefix``;
+        ``keys_of(row, prompt_length, fed)`` gives the row's keys and values of those tokens."""
+        ids, produced = self.ids.tolist(), self.produced.tolist()
         for i, row in enumerate(self.rows):
             if i in self.errors or not produced[i]:
                 continue
             fed = produced[i] - 1
-            start = self.width - len(row.prompt)
-            prefix.store(row.prompt + ids[i][:fed], decoder.slice(i, start, self.width + fed))
+            prefix.store(row.prompt + ids[i][:fed], keys_of(i, len(row.prompt), fed))
 
     def _cancelled(self, done: torch.Tensor) -> torch.Tensor:
         """Rows whose stream was cancelled stop here: they sample nothing more (their slot idles until the batch
@@ -401,7 +427,9 @@ class _Batch:
                     produced[i], done[i] = keep, True
                     del slow.ids[keep:]
 
-    def _outputs(self, produced: list[int], by_token: list[bool]) -> list[RowOutput]:
+    def outputs(self) -> list[RowOutput]:
+        """Every row's output, in order (after its last step)."""
+        produced, by_token = self.produced.tolist(), self.by_token.tolist()
         ids, logprobs = self.ids.tolist(), self.logprobs.tolist()
         outputs = []
         for i in range(len(self.rows)):

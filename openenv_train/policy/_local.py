@@ -13,6 +13,7 @@ the GIL with the endpoint's event loop or a trainer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import secrets
@@ -20,7 +21,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,6 +44,8 @@ log = logging.getLogger("openenv_train.policy")
 
 __all__ = ["GUIDED_TURNS_KEPT", "LocalBackend", "LocalConfig"]
 
+#: Batches in flight to an engine that lets them join the running decode (threads of the batcher, each waiting).
+_JOINING_FLIGHTS = 8
 #: Options a local model cannot honour, with their neutral values (anything else gets a 400).
 _NEUTRAL = {"frequency_penalty": 0, "presence_penalty": 0, "repetition_penalty": 1, "min_p": 0, "min_tokens": 0}
 
@@ -95,6 +98,10 @@ class LocalConfig:
     engine whole and decode exactly as with one."""
     shard_rows: int = 16
     """The narrowest batch that ``engines`` > 1 split."""
+    continuous: bool = False
+    """Continuous batching (one engine process, a Qwen2/Llama model on the fast path): a batch joins the one
+    decoding at its next step instead of waiting for it to end, so the endpoint answers and parses requests while
+    the engine decodes (:mod:`._continuous`). A seeded row samples the same tokens either way."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \
@@ -106,6 +113,53 @@ class LocalConfig:
             raise ValueError(f"engine must be 'auto', 'process' or 'thread', got {self.engine!r}")
         if self.engines < 1 or self.shard_rows < 2:
             raise ValueError(f"engines must be >= 1 and shard_rows >= 2, got {self.engines} and {self.shard_rows}")
+
+
+class WeightsLock:
+    """The served weights' lock: batches decode under it together (:meth:`shared`), a trainer's write takes it
+    alone (``acquire``/``release`` or ``with``) once the batches decoding have ended, and batches that come while a
+    write waits wait for it (so a stream of joining batches cannot hold a write off)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """Held by a batch while it decodes."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._writing and not self._writers_waiting)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    def acquire(self) -> bool:
+        """Wait for the decoding batches to end, then hold the weights alone."""
+        with self._cond:
+            self._writers_waiting += 1
+            self._cond.wait_for(lambda: not self._writing and not self._readers)
+            self._writers_waiting -= 1
+            self._writing = True
+        return True
+
+    def release(self) -> None:
+        """Let batches decode again."""
+        with self._cond:
+            self._writing = False
+            self._cond.notify_all()
+
+    def __enter__(self) -> WeightsLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 @dataclass
@@ -160,9 +214,10 @@ class LocalBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids)
         self.version: int | None = None
         """Policy version (e.g. the trainer's step) recorded with every answer; the trainer sets it."""
-        self.weights_lock = threading.Lock()
-        """Held while a batch decodes. A trainer that writes the weights in place while batches decode (GRPO's
-        overlapped rollouts) holds it during the write, so every batch decodes with one version of the weights."""
+        self.weights_lock = WeightsLock()
+        """Held (shared) while batches decode. A trainer that writes the weights in place while batches decode
+        (GRPO's overlapped rollouts) acquires it during the write, so every batch decodes with one version of the
+        weights."""
         self._render_lock = threading.Lock()  # one tokenizer call at a time (HF tokenizers are not re-entrant)
         self._guides: Any = None  # GuideCache, built on the first constrained request
         self._guided: OrderedDict[int, Any] = OrderedDict()  # key of (prompt, completion) -> its guide
@@ -186,12 +241,12 @@ class LocalBackend:
         end = self.tokenizer.eos_token_id
         settings = CoreSettings(int(self.pad_id), int(end) if end is not None else min(self.eos_ids),
                                 config.fast_decode, int(config.prefix_cache_mb * 2**20), self.decode_threads,
-                                config.decode_switch_s or 0.0)
+                                config.decode_switch_s or 0.0, config.continuous and config.engines == 1)
         kind = config.engine
         if kind == "auto":
             kind = "process" if _device_type(model) == "cpu" else "thread"
         if kind == "thread":
-            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
+            return ThreadEngine(EngineCore(model, self.tokenizer, dataclasses.replace(settings, continuous=False)))
         from ._engine_process import ProcessEngine
 
         engine: Any = ProcessEngine(model, self.tokenizer, settings)
@@ -206,7 +261,9 @@ class LocalBackend:
             if config.engine == "process":
                 raise
             log.warning("serving %s from this process: %s", self._model_id, exc)
-            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
+            return ThreadEngine(EngineCore(model, self.tokenizer, dataclasses.replace(settings, continuous=False)))
+        if settings.continuous:
+            self._batcher.in_flight = _JOINING_FLIGHTS
         return engine
 
     @property
@@ -233,7 +290,7 @@ class LocalBackend:
         return 1 if self._small and _device_type(self.model) == "cpu" else 0
 
     def _generate(self, rows: list[Any]) -> list[Any]:
-        with self.weights_lock:
+        with self.weights_lock.shared():
             version = self.version  # what this batch decodes with; a trainer may set the next one meanwhile
             outputs = self.engine.run(rows, version)
         for out in outputs:
