@@ -30,7 +30,7 @@ from ._errors import (
     UpstreamFailed,
 )
 from ._guide import read_in_order, spell_in_order
-from ._local import LocalBackend, LocalConfig
+from ._local import LocalBackend, LocalConfig, WeightsLock
 from ._messages import normalise_messages, parse_tool_calls
 from ._openai import completion_json, parse_chat_request, v1_url
 from ._scripted import FixedSampling, ScriptedBackend
@@ -85,6 +85,7 @@ __all__ = [
     "UpstreamBackend",
     "UpstreamConfig",
     "UpstreamFailed",
+    "WeightsLock",
     "api_key_for",
     "build_char_tokenizer",
     "build_tiny_model",

@@ -35,6 +35,11 @@ class BatchInfo:
     batch_rows: int = 0
 
 
+def _answer(future: asyncio.Future[tuple[list[OutT], BatchInfo]], result: tuple[list[OutT], BatchInfo]) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
 @dataclass(eq=False)
 class _Job(Generic[RowT, OutT]):
     rows: list[RowT]
@@ -56,12 +61,16 @@ class Batcher(Generic[RowT, OutT]):
         whole_batch_errors: Errors of ``run_rows`` that fail every job of its batch instead of a retry job by job.
         in_flight: Batches ``run_rows`` may run at once, each in a thread of its own (an engine that lets a batch
             join the one decoding: the next batch need not wait for it to end).
+        early: Call ``run_rows(rows, on_rows)``: ``run_rows`` may hand ``on_rows(indices, outputs)`` rows that
+            ended before the rest of the batch, and a job whose rows have all ended is answered at once.
     """
 
-    def __init__(self, run_rows: Callable[[list[RowT]], list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
+    def __init__(self, run_rows: Callable[..., list[OutT]], *, window_s: float = 0.005, max_rows: int = 32,
                  expecting: Callable[[], int] | None = None, wait_fraction: float = 0.0,
-                 whole_batch_errors: tuple[type[BaseException], ...] = (), in_flight: int = 1) -> None:
+                 whole_batch_errors: tuple[type[BaseException], ...] = (), in_flight: int = 1,
+                 early: bool = False) -> None:
         self.run_rows = run_rows
+        self.early = early
         self.whole_batch_errors = whole_batch_errors
         self.window_s = window_s
         self.wait_fraction = wait_fraction
@@ -148,7 +157,7 @@ class Batcher(Generic[RowT, OutT]):
                 await asyncio.sleep(self.window_s)
             return
         # a batch that can join the running one waits only ``window_s``: the engine is not idle meanwhile
-        joining = self.in_flight > 1
+        joining = self.in_flight > 1 and bool(self._flights)
         deadline = time.perf_counter() + (self.window_s if joining else
                                           max(self.window_s, self.wait_fraction * self._last_seconds))
         while True:
@@ -167,15 +176,19 @@ class Batcher(Generic[RowT, OutT]):
             self._wake.set()
 
     def _run_batch(self, jobs: list[_Job[RowT, OutT]]) -> list[tuple[list[OutT], BatchInfo] | BaseException]:
-        """In the worker thread: the whole batch at once, or on failure each job alone."""
+        """In the worker thread: the whole batch at once, or on failure each job alone (but those answered)."""
         rows = [r for j in jobs for r in j.rows]
         start = time.perf_counter()
+        answered: set[int] = set()  # jobs answered early
         try:
-            outputs = self.run_rows(rows)
+            if self.early:
+                outputs = self.run_rows(rows, self._answerer(jobs, len(rows), start, answered))
+            else:
+                outputs = self.run_rows(rows)
         except Exception as exc:
             if len(jobs) == 1 or isinstance(exc, self.whole_batch_errors):
                 return [exc] * len(jobs)
-            return [self._run_batch([j])[0] for j in jobs]
+            return [exc if i in answered else self._run_batch([j])[0] for i, j in enumerate(jobs)]
         seconds = time.perf_counter() - start
         results: list[tuple[list[OutT], BatchInfo] | BaseException] = []
         for job in jobs:
@@ -183,6 +196,31 @@ class Batcher(Generic[RowT, OutT]):
             results.append((outputs[: len(job.rows)], info))
             outputs = outputs[len(job.rows):]
         return results
+
+    def _answerer(self, jobs: list[_Job[RowT, OutT]], rows: int, start: float,
+                  answered: set[int]) -> Callable[[list[int], list[OutT]], None]:
+        """``on_rows`` for a batch: collects rows that ended early and answers each job whose rows all have."""
+        assert self._loop is not None
+        loop, got = self._loop, dict[int, OutT]()
+        owner: list[int] = []  # each row's job
+        first: list[int] = []  # each job's first row
+        for i, job in enumerate(jobs):
+            first.append(len(owner))
+            owner += [i] * len(job.rows)
+
+        def on_rows(indices: list[int], outputs: list[OutT]) -> None:
+            got.update(zip(indices, outputs, strict=True))
+            for i in sorted({owner[r] for r in indices}):
+                job, begin = jobs[i], first[i]
+                if i in answered or any(r not in got for r in range(begin, begin + len(job.rows))):
+                    continue
+                answered.add(i)
+                info = BatchInfo(queue_s=start - job.queued_at, generate_s=time.perf_counter() - start,
+                                 batch_rows=rows)
+                result = ([got[r] for r in range(begin, begin + len(job.rows))], info)
+                loop.call_soon_threadsafe(_answer, job.future, result)
+
+        return on_rows
 
     async def aclose(self) -> None:
         """Stop the worker task and the thread (queued jobs and those of the batch in flight are cancelled); a later

@@ -2,11 +2,14 @@
 
 A batch that arrives while others decode does not wait for them to end: its prompts are prefilled (as a batch of
 its own, prefix cache and shared prompts included), their keys and values move into the running decode's lanes,
-and from the next step on one forward pass serves every row (:meth:`~._llama_decode.FastDecoder.step_lanes`: each
-row's tokens fill its lane from slot 0, so rows that began at different steps share one cache). Each batch keeps
-its own sampling state (its :class:`~._generation._Batch`: seeds, draws, guides, stops, streams), so a seeded row
-samples what it would alone, and its rows' lanes are freed when its last row ends. A front end that answers one
-batch while the next decodes keeps the engine busy instead of decoding in lock step with it.
+and from the next step on one forward pass serves every row. Every lane writes a step's token into the same slot
+(its earlier tokens end just before it, each lane starting where its own prompt does), so a step is the fast
+decoder's :meth:`~._llama_decode.FastDecoder.step` over all lanes, as for one batch; the lanes are moved left or
+right, all together, when a new prompt is longer than the slots before the current one or the buffer is full.
+Each batch keeps its own sampling state (its :class:`~._generation._Batch`: seeds, draws, guides, stops, streams),
+so a seeded row samples what it would alone; its rows are handed over as each ends, and its lanes are freed when
+its last row ends. A front end that answers one batch while the next decodes keeps the engine busy instead of
+decoding in lock step with it.
 
 Only models the fast decoder reproduces decode this way (:meth:`ContinuousDecode.supports`); others decode a batch
 at a time. Batches of different policy versions never share a step: one of a new version waits until the
@@ -18,7 +21,7 @@ torch is imported when a batch runs, so importing this module is cheap.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._generation import Row, RowOutput, _Batch
@@ -29,7 +32,17 @@ if TYPE_CHECKING:
 
     from ._llama_decode import FastDecoder
 
-__all__ = ["ContinuousDecode"]
+__all__ = ["ContinuousDecode", "Ended"]
+
+
+@dataclass
+class Ended:
+    """Rows of a batch that ended: all of them (``rows`` None, the batch is done) with their outputs or the error
+    that failed the batch, or the rows ``rows`` that ended before the rest (their outputs)."""
+
+    key: Any
+    outputs: list[RowOutput] | BaseException
+    rows: list[int] | None = None
 
 
 @dataclass(eq=False)
@@ -39,10 +52,10 @@ class _Group:
     key: Any
     batch: _Batch
     lane: int
-    prompts: torch.Tensor
-    longest: int
     step: int = 0
     logits: torch.Tensor | None = None
+    reported: set[int] = field(default_factory=set)
+    """Rows whose outputs went out before the batch ended."""
 
 
 class ContinuousDecode:
@@ -61,6 +74,10 @@ class ContinuousDecode:
         self.version: Any = None
         """The policy version the running batches decode under."""
         self._lanes: FastDecoder | None = None
+        self._attend: torch.Tensor | None = None  # [lanes, 1, 1, slots] bool: the slots each lane attends to
+        self._positions: torch.Tensor | None = None  # [lanes, 1]: each lane's next position
+        self._starts: list[int] = []  # each lane's first slot
+        self._now = 0  # the slot this step's tokens go to, in every lane
         self._training = False
 
     @staticmethod
@@ -99,48 +116,61 @@ class ContinuousDecode:
                     self.prefix.check_weights(weights_fingerprint(self.model, version))
                 self.version = version
             batch = _Batch(self.model, self.tokenizer, rows, self.pad_id, on_step)
+            first = self.idle  # its decoder becomes the lanes (room for more steps than its own: others may join)
             try:
-                logits = batch.prefill(fast=True, prefix=self.prefix, slots=batch.width)
+                logits = batch.prefill(fast=True, prefix=self.prefix,
+                                       slots=(batch.width + batch.steps) * 3 // 2 if first else batch.width)
             except BaseException:
                 self._settle()
                 raise
             assert batch.decoder is not None
-            lane = sum(len(g.batch.rows) for g in self.groups)
-            prompts = torch.tensor([len(r.prompt) for r in rows], device=batch.device)
-            group = _Group(key, batch, lane, prompts, batch.width, logits=logits)
-            self._reserve(lane + len(rows), batch.width + batch.steps)
-            self._load(group, batch.decoder)
-            batch.decoder = None  # its keys and values now live in the lanes
-            self.groups.append(group)
+            lane = len(self._starts)
+            if first:
+                self._lanes, self._now = batch.decoder, batch.width
+            else:
+                self._reserve(len(rows), batch.width, batch.steps)
+            self._load(lane, batch, batch.decoder)
+            batch.decoder = None  # its keys and values live in the lanes
+            self.groups.append(_Group(key, batch, lane, logits=logits))
 
-    def step(self) -> list[tuple[Any, list[RowOutput] | BaseException]]:
-        """One token for every running row: the batches that ended, with their outputs; if the forward pass
-        raised, every running batch with that error (they are dropped)."""
+    def step(self) -> list[Ended]:
+        """One token for every running row: the batches that ended, with their outputs, and the rows that ended
+        before the rest of their batch; if the forward pass raised, every running batch with that error (they are
+        dropped)."""
         import torch
 
-        ended: list[tuple[Any, list[RowOutput] | BaseException]] = []
+        ended: list[Ended] = []
         with torch.inference_mode():
             tokens: list[torch.Tensor] = []
             for group in list(self.groups):
                 assert group.logits is not None
                 chosen = group.batch.sample(group.step, group.logits)
                 if chosen is None:
-                    ended.append((group.key, self._finish(group)))
-                else:
-                    tokens.append(chosen)
+                    ended.append(Ended(group.key, self._finish(group)))
+                    continue
+                tokens.append(chosen)
+                ended_now = group.batch.ended
+                if sum(ended_now) > len(group.reported):
+                    early = [i for i, done in enumerate(ended_now) if done and i not in group.reported]
+                    group.reported.update(early)
+                    ended.append(Ended(group.key, group.batch.outputs(early), early))
             if not self.groups:
                 self._settle()
                 return ended
-            lengths = torch.cat([g.prompts + g.step for g in self.groups])
-            end = max(g.longest + g.step for g in self.groups) + 1
+            lanes, attend, positions, now = self._lanes, self._attend, self._positions, self._now
+            assert lanes is not None and attend is not None and positions is not None
+            used = len(self._starts)
+            attend[:used, :, :, now] = True
             try:
-                assert self._lanes is not None
-                logits = self._lanes.step_lanes(torch.cat(tokens), lengths, end)
+                logits = lanes.step(torch.cat(tokens) if len(tokens) > 1 else tokens[0], positions[:used], now,
+                                    attend[:used, :, :, :now + 1])
             except Exception as exc:
-                ended += [(g.key, exc) for g in self.groups]
+                ended += [Ended(g.key, exc) for g in self.groups]
                 self.groups.clear()
                 self._settle()
                 return ended
+            self._now += 1
+            positions[:used] += 1
             for group in self.groups:
                 group.logits = logits[group.lane: group.lane + len(group.batch.rows)]
                 group.step += 1
@@ -148,45 +178,76 @@ class ContinuousDecode:
 
     def _finish(self, group: _Group) -> list[RowOutput]:
         """A batch's outputs; its prompts and completions go to the prefix cache, its lanes to the batches after."""
-        lanes, first, count = self._lanes, group.lane, len(group.batch.rows)
-        assert lanes is not None
+        lanes, first, count, now = self._lanes, group.lane, len(group.batch.rows), self._now
+        assert lanes is not None and self._attend is not None and self._positions is not None
+        starts = self._starts
         if self.prefix is not None:
-            group.batch.store(self.prefix, lambda i, prompt, fed: lanes.slice(first + i, 0, prompt + fed))
+            group.batch.store(self.prefix, lambda i, prompt, fed: lanes.slice(first + i, starts[first + i],
+                                                                              starts[first + i] + prompt + fed))
         outputs = group.batch.outputs()
-        index = self.groups.index(group)
-        later = self.groups[index + 1:]
-        if later:
-            used = later[-1].lane + len(later[-1].batch.rows)
-            end = max(g.longest + g.step for g in later) + 1
-            for keys in (*lanes.keys, *lanes.values):
-                keys[first:used - count, :, :end] = keys[first + count:used, :, :end].clone()
-            for g in later:
-                g.lane -= count
-        del self.groups[index]
+        used, low = len(starts), min(starts)
+        if first + count < used:  # the lanes after move down over this batch's
+            for tensor in (*lanes.keys, *lanes.values):
+                tensor[first:used - count, :, low:now] = tensor[first + count:used, :, low:now].clone()
+            self._attend[first:used - count] = self._attend[first + count:used].clone()
+            self._positions[first:used - count] = self._positions[first + count:used].clone()
+            for later in self.groups:
+                if later.lane > first:
+                    later.lane -= count
+        del starts[first:first + count]
+        self.groups.remove(group)
         return outputs
 
-    def _reserve(self, rows: int, slots: int) -> None:
-        """Lanes for ``rows`` rows of ``slots`` slots (a larger buffer takes the running rows' keys and values)."""
+    def _reserve(self, rows: int, width: int, steps: int) -> None:
+        """Room for ``rows`` more lanes whose prompts are up to ``width`` tokens and which decode up to ``steps``
+        tokens: a larger buffer, or the running lanes moved (all by the same number of slots) so that the current
+        slot has ``width`` slots before it and the buffer ends after every lane's last step."""
+        import torch
+
         from ._llama_decode import FastDecoder
 
-        old = self._lanes
-        if old is not None and old.keys[0].shape[0] >= rows and old.keys[0].shape[2] >= slots:
-            return
+        old, used, now = self._lanes, len(self._starts), self._now
+        low = min(self._starts, default=now)
+        ahead = max([g.batch.steps - g.step for g in self.groups] + [steps])  # steps any lane may still take
+        at = max(now - low, width)  # the current slot after a move
         have_rows, have_slots = (old.keys[0].shape[0], old.keys[0].shape[2]) if old is not None else (0, 0)
-        new = FastDecoder(self.model, max(rows, have_rows), max(slots, have_slots))
-        if old is not None:
+        if old is not None and used + rows <= have_rows and now >= width and now + ahead <= have_slots:
+            return
+        slots = max(at + ahead, have_slots if at + ahead <= have_slots else (at + ahead) * 3 // 2)
+        lanes = have_rows if used + rows <= have_rows else max(used + rows, have_rows * 3 // 2)
+        new = FastDecoder(self.model, lanes, slots) if old is None or slots > have_slots or lanes > have_rows else old
+        attend = torch.zeros((new.keys[0].shape[0], 1, 1, slots), dtype=torch.bool, device=new.keys[0].device)
+        positions = torch.zeros((new.keys[0].shape[0], 1), dtype=torch.long, device=new.keys[0].device)
+        if old is not None and used:
+            shift = at - now
             for mine, theirs in zip((*new.keys, *new.values), (*old.keys, *old.values), strict=True):
-                mine[:have_rows, :, :have_slots] = theirs
-        self._lanes = new
+                block = theirs[:used, :, low:now].clone() if mine is theirs else theirs[:used, :, low:now]
+                mine[:used, :, low + shift:at] = block
+            assert self._attend is not None and self._positions is not None
+            attend[:used, :, :, low + shift:at] = self._attend[:used, :, :, low:now]
+            positions[:used] = self._positions[:used]
+            self._starts = [start + shift for start in self._starts]
+        self._lanes, self._attend, self._positions, self._now = new, attend, positions, at
 
-    def _load(self, group: _Group, decoder: FastDecoder) -> None:
-        """Move a prefilled batch's keys and values (left-padded to its width) into its lanes, from slot 0."""
-        lanes, width = self._lanes, group.batch.width
+    def _load(self, lane: int, batch: _Batch, decoder: FastDecoder) -> None:
+        """Put a prefilled batch's keys and values (left-padded to its width) in its lanes, ending before the current
+        slot (where the lanes are its decoder's own, they are there already)."""
+        import torch
+
+        lanes, now, width, count = self._lanes, self._now, batch.width, len(batch.rows)
         assert lanes is not None
-        for i, row in enumerate(group.batch.rows):
-            n = len(row.prompt)
+        if lanes is not decoder:
             for mine, theirs in zip((*lanes.keys, *lanes.values), (*decoder.keys, *decoder.values), strict=True):
-                mine[group.lane + i, :, :n] = theirs[i, :, width - n:width]
+                mine[lane:lane + count, :, now - width:now] = theirs[:, :, :width]
+        size, device = lanes.keys[0].shape, lanes.keys[0].device
+        if self._attend is None or self._positions is None:
+            self._attend = torch.zeros((size[0], 1, 1, size[2]), dtype=torch.bool, device=device)
+            self._positions = torch.zeros((size[0], 1), dtype=torch.long, device=device)
+        lengths = torch.tensor([len(row.prompt) for row in batch.rows], device=device)
+        slots = torch.arange(size[2], device=device)
+        self._attend[lane:lane + count, 0, 0] = (slots >= now - lengths[:, None]) & (slots < now)
+        self._positions[lane:lane + count, 0] = lengths
+        self._starts += (now - lengths).tolist()
 
     def _settle(self) -> None:
         """Nothing decodes: the model's mode as it was, the lanes released."""
@@ -195,5 +256,6 @@ class ContinuousDecode:
         if self._training:
             self.model.train()
             self._training = False
-        self._lanes = None
+        self._lanes = self._attend = self._positions = None
+        self._starts, self._now = [], 0
 

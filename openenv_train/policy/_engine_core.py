@@ -18,12 +18,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ._continuous import ContinuousDecode
+from ._continuous import ContinuousDecode, Ended
 from ._errors import PolicyError
 from ._generation import Row, RowOutput, generate_rows
 from ._prefix_cache import PrefixCache
 
-__all__ = ["DECODING", "CoreSettings", "EngineCore", "PrefixStats", "ThreadEngine"]
+__all__ = ["DECODING", "CoreSettings", "EngineCore", "Ended", "PrefixStats", "ThreadEngine"]
 
 
 @dataclass(frozen=True)
@@ -96,34 +96,40 @@ class EngineCore:
         return [out if out is not None else RowOutput() for out in outputs]
 
     def add(self, key: Any, rows: list[Row], version: Any = None,
-            on_step: Callable[[], None] | None = None) -> list[tuple[Any, list[RowOutput] | BaseException]]:
+            on_step: Callable[[], None] | None = None) -> list[Ended]:
         """Let a batch join the running decode (``joining`` must be set and admit ``version``); the batch back at
         once if none of its rows decodes (each failed its constraint) or its prefill raised."""
         assert self.joining is not None
         outputs, todo = self._guided(rows)
         if not todo:
-            return [(key, [out if out is not None else RowOutput() for out in outputs])]
+            return [Ended(key, [out if out is not None else RowOutput() for out in outputs])]
         if self.joining.idle:
             self._busy.enter_context(DECODING.using(self.settings.threads, self.settings.switch_s))
         try:
             self.joining.add(key, [row for _, row in todo], version, on_step)
         except Exception as exc:
             self._settle()
-            return [(key, exc)]
+            return [Ended(key, exc)]
         self._joined[key] = (outputs, [i for i, _ in todo])
         return []
 
-    def step(self) -> list[tuple[Any, list[RowOutput] | BaseException]]:
-        """One step of every joined batch: those that ended, with their outputs (or the error that ended them)."""
+    def step(self) -> list[Ended]:
+        """One step of every joined batch: those that ended (with their outputs, or the error that ended them),
+        and rows that ended before the rest of their batch (their positions in the batch as it was added)."""
         assert self.joining is not None
         ended = []
-        for key, result in self.joining.step():
-            outputs, decoded = self._joined.pop(key)
-            if not isinstance(result, BaseException):
-                for i, out in zip(decoded, result, strict=True):
-                    outputs[i] = out
-                result = [out if out is not None else RowOutput() for out in outputs]
-            ended.append((key, result))
+        for end in self.joining.step():
+            outputs, decoded = self._joined[end.key]
+            result = end.outputs
+            if end.rows is not None:
+                end = Ended(end.key, result, [decoded[i] for i in end.rows])
+            else:
+                del self._joined[end.key]
+                if not isinstance(result, BaseException):
+                    for i, out in zip(decoded, result, strict=True):
+                        outputs[i] = out
+                    end = Ended(end.key, [out if out is not None else RowOutput() for out in outputs])
+            ended.append(end)
         self._settle()
         return ended
 

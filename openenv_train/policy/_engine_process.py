@@ -35,17 +35,18 @@ import sys
 import threading
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from ._engine_core import CoreSettings, EngineCore, PrefixStats
+from ._engine_core import CoreSettings, Ended, EngineCore, PrefixStats
 from ._engine_protocol import (
     Batch,
     BatchInFlight,
     Cancel,
     Done,
     EngineStreams,
+    Finished,
     GuideSender,
     GuideStore,
     Hello,
@@ -196,9 +197,11 @@ class ProcessEngine:
             self.start()
 
     # -- batches ---------------------------------------------------------------------------------
-    def run(self, rows: list[Row], version: Any = None) -> list[RowOutput]:
+    def run(self, rows: list[Row], version: Any = None,
+            on_rows: Callable[[list[int], list[RowOutput]], None] | None = None) -> list[RowOutput]:
         """Decode a batch in the engine; streamed rows get their tokens as the engine samples them. Several
-        threads may each run one at once (an engine with ``settings.continuous`` decodes them together).
+        threads may each run one at once (an engine with ``settings.continuous`` decodes them together, and hands
+        ``on_rows`` the rows that end before the rest of their batch, with their outputs, as they end).
 
         Raises:
             EngineUnavailable: the engine died while it held the batch (a new one has been started).
@@ -223,7 +226,7 @@ class ProcessEngine:
                 self._close_inbox(batch_id)
                 raise self._lost(exc, starts) from None
         try:
-            return self._receive(flight, inbox, starts)
+            return self._receive(flight, inbox, starts, on_rows)
         finally:
             with self._lock:
                 self._close_inbox(batch_id)
@@ -234,7 +237,8 @@ class ProcessEngine:
             self.decoding.clear()
             self._idle.notify_all()
 
-    def _receive(self, flight: BatchInFlight, inbox: queue.SimpleQueue[Any], starts: int) -> list[RowOutput]:
+    def _receive(self, flight: BatchInFlight, inbox: queue.SimpleQueue[Any], starts: int,
+                 on_rows: Callable[[list[int], list[RowOutput]], None] | None) -> list[RowOutput]:
         while True:
             message = inbox.get()
             if isinstance(message, BaseException):  # the pipe ended: the engine died or was closed
@@ -244,6 +248,9 @@ class ProcessEngine:
                 cancel = flight.tokens(message)
                 if cancel is not None:
                     self._send(cancel)
+            elif isinstance(message, Finished):
+                if on_rows is not None:
+                    on_rows(message.rows, message.outputs)
             elif isinstance(message, Started):
                 self.batches_started += 1
                 self.decoding.set()
@@ -373,7 +380,11 @@ def serve_engine(conn: Any) -> None:
                 for row, ref in zip(streams.rows(batch.rows), batch.guides, strict=True)]
         return rows, flush if batch.streamed else None
 
-    def end(batch_id: int, result: list[RowOutput] | BaseException) -> None:
+    def end(batch_id: int, result: list[RowOutput] | BaseException, rows: list[int] | None = None) -> None:
+        if rows is not None:  # some rows ended before the rest of their batch
+            assert not isinstance(result, BaseException)
+            conn.send(Finished(batch_id, rows, result))
+            return
         current.pop(batch_id, None)
         if isinstance(result, BaseException):  # the model failed on the batch: the endpoint retries its jobs
             conn.send(Done(batch_id, error=_sendable(result), stats=core.stats()))
@@ -412,12 +423,12 @@ def _serve_joining(core: EngineCore, batches: queue.SimpleQueue[Batch], begin: A
                 rows, flush = begin(batch)
                 finished = core.add(batch.batch_id, rows, batch.version, on_step=flush)
             except Exception as exc:
-                finished = [(batch.batch_id, exc)]
-            for batch_id, result in finished:
-                end(batch_id, result)
+                finished = [Ended(batch.batch_id, exc)]
+            for ended in finished:
+                end(ended.key, ended.outputs, ended.rows)
         if not core.joining.idle:
-            for batch_id, result in core.step():
-                end(batch_id, result)
+            for ended in core.step():
+                end(ended.key, ended.outputs, ended.rows)
 
 
 def _sendable(exc: BaseException) -> BaseException:

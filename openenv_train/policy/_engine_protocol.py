@@ -4,7 +4,8 @@ flight (no pipes, processes or clocks here: :mod:`._engine_process` moves the me
 Per batch, in order (several batches may be in flight to an engine with continuous batching)::
 
     endpoint -> engine   Batch(rows, streamed, version)
-    engine -> endpoint   Started, then Tokens per step (streamed rows only), then Done(outputs | error, stats)
+    engine -> endpoint   Started, then Tokens per step (streamed rows only) and, with continuous batching,
+                         Finished(rows, outputs) for rows that end before the rest, then Done(outputs | error, stats)
     endpoint -> engine   Cancel(rows)     a streamed row's client left (sent when its next tokens arrive)
 
 Rows travel without their guide and stream. A guide goes as a :class:`GuideRef`: a number for the guide the
@@ -28,7 +29,7 @@ from ._engine_core import CoreSettings, PrefixStats
 from ._generation import Row, RowOutput, RowStream
 from ._guide import Guide
 
-__all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "GuideRef", "GuideSender", "GuideStore",
+__all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "Finished", "GuideRef", "GuideSender", "GuideStore",
            "Hello", "Setup", "Started", "Tokens", "wire_rows"]
 
 #: One streamed token: row index, token id, logprob, top alternatives.
@@ -96,6 +97,15 @@ class Tokens:
 
     batch_id: int
     pushed: list[Pushed]
+
+
+@dataclass
+class Finished:
+    """Rows of a batch that ended before the rest of it, with their outputs (continuous batching)."""
+
+    batch_id: int
+    rows: list[int]
+    outputs: list[RowOutput]
 
 
 @dataclass

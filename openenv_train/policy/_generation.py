@@ -323,7 +323,8 @@ class _Batch:
             self._push(tokens, chosen, active, top)
             if self.on_step is not None:
                 self.on_step()
-        return None if bool(done.all()) else tokens
+        self.ended = done.tolist()
+        return None if all(self.ended) else tokens
 
     def _forward(self, step: int, tokens: torch.Tensor) -> torch.Tensor:
         """The logits after feeding this step's tokens, through the batch's own decoder (or transformers')."""
@@ -427,23 +428,24 @@ class _Batch:
                     produced[i], done[i] = keep, True
                     del slow.ids[keep:]
 
-    def outputs(self) -> list[RowOutput]:
-        """Every row's output, in order (after its last step)."""
-        produced, by_token = self.produced.tolist(), self.by_token.tolist()
-        ids, logprobs = self.ids.tolist(), self.logprobs.tolist()
+    def outputs(self, which: list[int] | None = None) -> list[RowOutput]:
+        """The outputs of the rows ``which`` (None: every row), in order, once each has ended."""
+        which = list(range(len(self.rows))) if which is None else which
+        produced, by_token = self.produced[which].tolist(), self.by_token[which].tolist()
+        ids, logprobs = self.ids[which].tolist(), self.logprobs[which].tolist()
         outputs = []
-        for i in range(len(self.rows)):
-            n = produced[i]
-            out = RowOutput(ids[i][:n], logprobs[i][:n], self._top(i, n), error=self.errors.get(i), cut=i in self.cut)
+        for j, i in enumerate(which):
+            n = produced[j]
+            out = RowOutput(ids[j][:n], logprobs[j][:n], self._top(i, n), error=self.errors.get(i), cut=i in self.cut)
             slow = self.slows.get(i)
-            if by_token[i] or (slow is not None and slow.text is not None):
+            if by_token[j] or (slow is not None and slow.text is not None):
                 out.finish_reason = "stop"
             outputs.append(out)
-        texts = self.tokenizer.batch_decode([o.token_ids[:-1] if by_token[i] else o.token_ids
-                                             for i, o in enumerate(outputs)], skip_special_tokens=True)
-        for i, out in enumerate(outputs):
+        texts = self.tokenizer.batch_decode([o.token_ids[:-1] if by_token[j] else o.token_ids
+                                             for j, o in enumerate(outputs)], skip_special_tokens=True)
+        for j, (i, out) in enumerate(zip(which, outputs, strict=True)):
             slow = self.slows.get(i)
-            out.text = slow.text if slow is not None and slow.text is not None else texts[i]
+            out.text = slow.text if slow is not None and slow.text is not None else texts[j]
         return outputs
 
     def _top(self, row: int, steps: int) -> list[list[tuple[int, float]]]:

@@ -133,23 +133,7 @@ class FastDecoder:
             slot: Index of this token in the cache (prompt width + step).
             mask: ``[rows, 1, 1, slot + 1]`` bool, True where a row attends.
         """
-        return self._step(tokens, positions, slot, slot + 1, mask)
-
-    def step_lanes(self, tokens: torch.Tensor, lengths: torch.Tensor, end: int) -> torch.Tensor:
-        """Logits ``[n, vocab]`` for one new token in each of the first ``n`` rows, whose earlier tokens fill
-        slots ``0 .. lengths[i] - 1`` (rows that began at different times): the token goes to slot ``lengths[i]``
-        at position ``lengths[i]``; ``end`` is past every row's new slot."""
-        import torch
-
-        mask = (torch.arange(end, device=lengths.device)[None, :] <= lengths[:, None])[:, None, None, :]
-        return self._step(tokens, lengths[:, None], lengths, end, mask)
-
-    def _step(self, tokens: torch.Tensor, positions: torch.Tensor, slot: int | torch.Tensor, end: int,
-              mask: torch.Tensor) -> torch.Tensor:
-        import torch
-
-        rows = tokens.shape[0]
-        lanes = torch.arange(rows, device=tokens.device) if isinstance(slot, torch.Tensor) else slice(None)
+        rows = tokens.shape[0]  # the first rows of the buffer (an engine's lanes may not all be in use)
         x = self.inner.embed_tokens(tokens[:, None])
         cos, sin = self.inner.rotary_emb(x, positions)
         for layer, keys, values in zip(self.layers, self.keys, self.values, strict=True):
@@ -159,12 +143,13 @@ class FastDecoder:
             k = attn.k_proj(h).view(rows, 1, -1, self.head_dim).transpose(1, 2)
             v = attn.v_proj(h).view(rows, 1, -1, self.head_dim).transpose(1, 2)
             q, k = self.rotary(q, k, cos, sin)
-            keys[lanes, :, slot] = k[:, :, 0]
-            values[lanes, :, slot] = v[:, :, 0]
+            keys[:rows, :, slot] = k[:, :, 0]
+            values[:rows, :, slot] = v[:, :, 0]
             heads = q.shape[1]
             if self.groups > 1:
                 q = q.reshape(rows, heads // self.groups, self.groups, self.head_dim)
-            out = self.sdpa(q, keys[:rows, :, :end], values[:rows, :, :end], attn_mask=mask, scale=attn.scaling)
+            out = self.sdpa(q, keys[:rows, :, : slot + 1], values[:rows, :, : slot + 1], attn_mask=mask,
+                            scale=attn.scaling)
             out = out.reshape(rows, heads, 1, self.head_dim).transpose(1, 2).reshape(rows, 1, heads * self.head_dim)
             x = x + attn.o_proj(out)
             x = x + layer.mlp(layer.post_attention_layernorm(x))

@@ -58,7 +58,8 @@ def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny:
              for key, rows in batches.items()}
     decode = ContinuousDecode(model, tokenizer, int(tokenizer.pad_token_id))
     joined: dict[str, Any] = {}
-    order = []
+    order: list[str] = []
+    early: list[tuple[str, int, Any]] = []
     decode.add("a", batches["a"])
     for step in range(200):
         if step == 3:
@@ -66,14 +67,20 @@ def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny:
         if step == 7:
             decode.add("c", batches["c"])
             assert len(decode.groups) == 3  # all three decode in one forward pass from here
-        for key, outputs in decode.step():
-            joined[key] = outputs
-            order.append(key)
+        for ended in decode.step():
+            if ended.rows is None:
+                joined[ended.key] = ended.outputs
+                order.append(ended.key)
+            else:  # rows that ended before the rest of their batch are handed over at once
+                early.extend((ended.key, i, out) for i, out in zip(ended.rows, ended.outputs, strict=True))
         if decode.idle and step > 7:
             break
     assert order[0] == "a" and set(order) == {"a", "b", "c"}  # a ended first: its lanes went to b's and c's rows
     for key in batches:
         _same(alone[key], joined[key])
+    assert len(early) >= 6
+    for key, i, out in early:
+        _same([alone[key][i]], [out])
 
 
 def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, Any]) -> None:
@@ -87,17 +94,16 @@ def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, A
     decode = ContinuousDecode(model, tokenizer, pad, cache)
     first = _rows(tokenizer, ["hi there", "tell me a story"], 1, 10)
     decode.add(1, first)
-    ended = []
-    while not ended:
-        ended = decode.step()
-    (_, outputs), = ended
+    outputs = None
+    while outputs is None:
+        outputs = next((e.outputs for e in decode.step() if e.rows is None), None)
     second = [dataclasses.replace(row, prompt=row.prompt + out.token_ids[:-1] + [5, 6, 7])
               for row, out in zip(first, outputs, strict=True)]
     decode.add(2, second)
     decode.add(3, _rows(tokenizer, ["a new conversation"], 3, 12))
     joined = {}
     while not decode.idle:
-        joined.update(dict(decode.step()))
+        joined.update({e.key: e.outputs for e in decode.step() if e.rows is None})
     assert cache.hits == 2 and cache.reused_tokens > 0
     _same(generate_rows(model, tokenizer, second, pad_id=pad), joined[2])
 
@@ -169,3 +175,38 @@ async def test_a_killed_joining_engine_fails_every_batch_it_held_with_503(tiny: 
         assert backend.engine.starts == 2 and backend.engine.pid != pid
         again = await client.post("/chat/completions", json=chat_body("hi", temperature=0, max_tokens=5))
         assert again.status_code == 200 and again.json()["choices"][0]["token_ids"]
+
+
+def test_batches_hold_the_weights_lock_together_and_a_write_alone() -> None:
+    import threading
+
+    from openenv_train.policy import WeightsLock
+
+    lock = WeightsLock()
+    first, second = lock.shared(), lock.shared()
+    first.__enter__()
+    second.__enter__()  # two batches decoding at once
+    wrote, later_in = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with lock:
+            wrote.set()
+
+    def later() -> None:
+        with lock.shared():
+            later_in.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    deadline = time.monotonic() + DEADLINE_S
+    while not lock._writers_waiting:  # the write waits for the batches
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    reader = threading.Thread(target=later)
+    reader.start()
+    first.__exit__(None, None, None)
+    assert not wrote.wait(0.05) and not later_in.is_set()  # one batch still decodes; a new one waits for the write
+    second.__exit__(None, None, None)
+    assert wrote.wait(DEADLINE_S) and later_in.wait(DEADLINE_S)
+    writer.join()
+    reader.join()
