@@ -9,8 +9,7 @@ seeded, ``--max-tokens`` new tokens). The same worker then runs the same prompts
 ``model.generate`` (one left-padded batch per round, T=1, top_k=0), the in-process path TRL uses without vLLM.
 ``--engines`` names the ``LocalConfig.engine`` settings measured (default: ``process`` and ``thread``, the decode
 in this process as it was before the engine process; ``process:N``: N engine processes, ``LocalConfig.engines``;
-``process-batch``: the engine process decoding a batch at a time, ``LocalConfig(continuous=False)``, as before
-continuous batching);
+``joining``: the engine process with continuous batching, ``LocalConfig(continuous=True)``);
 ``--baseline <commit>`` adds that commit's code (imported from ``git archive`` via PYTHONPATH, its default engine).
 The workers of one concurrency run one after another, their order rotating per concurrency, so all see the same
 machine.
@@ -143,9 +142,9 @@ async def _endpoint(model: Any, tokenizer: Any, sessions: int, rounds: int, max_
 
     store = CaptureStore()
     kind, _, count = engine.partition(":")  # "process:2": two engine processes (LocalConfig.engines)
-    batches = kind == "process-batch"  # the engine process a batch at a time (no continuous batching)
-    config = LocalConfig(engine="process" if batches else kind, decode_threads=decode_threads,  # type: ignore[arg-type]
-                         engines=int(count or 1), continuous=not batches) if engine != "default" else None
+    joining = kind == "joining"  # the engine process with continuous batching
+    config = LocalConfig(engine="process" if joining else kind, decode_threads=decode_threads,  # type: ignore[arg-type]
+                         engines=int(count or 1), continuous=joining) if engine != "default" else None
     start = time.perf_counter()
     backend = LocalBackend(model, tokenizer, model_id="tiny", config=config)
     started_s = time.perf_counter() - start

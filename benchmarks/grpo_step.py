@@ -5,8 +5,8 @@
   ``PolicyServer`` (``LocalBackend``) in this process.
 - ``ours_thread``: the same with the model decoding in this process (``LocalConfig(engine="thread")``), as before
   the engine process.
-- ``ours_batch``: ``ours`` without continuous batching (``LocalConfig(continuous=False)``): a game's next turn
-  waits for the batch decoding to end instead of joining it.
+- ``ours_joining``: ``ours`` with continuous batching (``LocalConfig(continuous=True)``): a game's next turn joins
+  the turns decoding instead of waiting for them to end.
 - ``ours_overlap``: ``ours`` with ``make_rollout_func(overlap=True)`` under ``grpo_trainer_class()``'s trainer: the
   next step's games play while this step trains (one step off-policy).
 - ``ours_nocache``: the same with ``LocalBackend``'s prefix cache off (every turn prefills the whole
@@ -35,7 +35,7 @@ faster by running its parts at the same time, only by less work. Under ``ours_ov
 the wait for the games played during the step before::
 
     python benchmarks/grpo_step.py [--games 8 32] [--steps 3] [--json out.json]
-                                   [--modes ours ours_overlap ours_thread ours_batch ours_nocache ours_before trl_env
+                                   [--modes ours ours_overlap ours_thread ours_joining ours_nocache ours_before trl_env
                                             trl_single]
 """
 
@@ -242,7 +242,7 @@ def run_mode(mode: str, games: int, steps: int, model_path: Path, tools: list[di
                                              ray_num_cpus=2, run_id="bench")).start()
         cleanup += [pool.close, server.close]
         local = {"ours": LocalConfig(), "ours_overlap": LocalConfig(), "ours_thread": LocalConfig(engine="thread"),
-                 "ours_batch": LocalConfig(continuous=False),
+                 "ours_joining": LocalConfig(continuous=True),
                  "ours_nocache": LocalConfig(prefix_cache_mb=0),
                  "ours_before": LocalConfig(prefix_cache_mb=0, decode_threads=0, batch_wait_fraction=0)}[mode]
         rollout = make_rollout_func(pool, policy_server=server, per_turn_tokens=args.per_turn_tokens, local=local,
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--games", type=int, nargs="+", default=[8, 32], help="games (rollouts) per step")
     parser.add_argument("--steps", type=int, default=3, help="measured steps per run (after one warm-up step)")
-    modes = ["ours", "ours_overlap", "ours_thread", "ours_batch", "ours_nocache", "ours_before", "trl_env",
+    modes = ["ours", "ours_overlap", "ours_thread", "ours_joining", "ours_nocache", "ours_before", "trl_env",
              "trl_single"]
     parser.add_argument("--modes", nargs="+", default=modes, choices=modes)
     parser.add_argument("--num-generations", type=int, default=8)

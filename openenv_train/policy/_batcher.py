@@ -119,7 +119,8 @@ class Batcher(Generic[RowT, OutT]):
                     batch.append(job)
                     rows += len(job.rows)
                 batch = [j for j in batch if not j.future.done()]  # callers that went away
-                self._last_rows = rows
+                # the rows decoding at once: with batches in flight, theirs too (what the next gather waits for)
+                self._last_rows = rows + sum(len(j.rows) for j in self._running if not j.future.done())
                 if batch:
                     if self.in_flight == 1:
                         await self._fly(batch)

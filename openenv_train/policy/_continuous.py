@@ -46,16 +46,26 @@ class Ended:
 
 
 @dataclass(eq=False)
-class _Group:
-    """One admitted batch: its decode state, its first lane, its step, its prompts' lengths."""
+class _Member:
+    """One batch of those admitted together: its key and its rows in the group."""
 
     key: Any
+    start: int
+    count: int
+    ended: bool = False
+
+
+@dataclass(eq=False)
+class _Group:
+    """Batches admitted together: their decode state, their first lane, their step."""
+
+    members: list[_Member]
     batch: _Batch
     lane: int
     step: int = 0
     logits: torch.Tensor | None = None
     reported: set[int] = field(default_factory=set)
-    """Rows whose outputs went out before the batch ended."""
+    """Rows whose outputs went out before their batch ended."""
 
 
 class ContinuousDecode:
@@ -96,8 +106,9 @@ class ContinuousDecode:
         """Whether a batch of ``version`` may join now."""
         return self.idle or version == self.version
 
-    def add(self, key: Any, rows: list[Row], version: Any = None, on_step: Callable[[], None] | None = None) -> None:
-        """Prefill a batch's prompts and let its rows decode from the next :meth:`step` on.
+    def add(self, batches: list[tuple[Any, list[Row], Callable[[], None] | None]], version: Any = None) -> None:
+        """Prefill the prompts of ``batches`` (each a key, its rows and what to call after each step that streamed
+        its tokens, or None) together, and let their rows decode from the next :meth:`step` on.
 
         Raises:
             ValueError: ``version`` differs from the running batches' (see :meth:`admits`).
@@ -107,6 +118,13 @@ class ContinuousDecode:
 
         if not self.admits(version):
             raise ValueError(f"a batch of version {version!r} cannot join batches of version {self.version!r}")
+        members: list[_Member] = []
+        rows: list[Row] = []
+        calls: list[Callable[[], None]] = []
+        for key, part, on_step in batches:
+            members.append(_Member(key, len(rows), len(part)))
+            rows += part
+            calls += [on_step] if on_step is not None else []
         with torch.inference_mode():
             if self.idle:
                 self._training = bool(getattr(self.model, "training", False))
@@ -115,7 +133,12 @@ class ContinuousDecode:
                 if self.prefix is not None:
                     self.prefix.check_weights(weights_fingerprint(self.model, version))
                 self.version = version
-            batch = _Batch(self.model, self.tokenizer, rows, self.pad_id, on_step)
+
+            def flush() -> None:
+                for call in calls:
+                    call()
+
+            batch = _Batch(self.model, self.tokenizer, rows, self.pad_id, flush if calls else None)
             first = self.idle  # its decoder becomes the lanes (room for more steps than its own: others may join)
             try:
                 logits = batch.prefill(fast=True, prefix=self.prefix,
@@ -131,7 +154,7 @@ class ContinuousDecode:
                 self._reserve(len(rows), batch.width, batch.steps)
             self._load(lane, batch, batch.decoder)
             batch.decoder = None  # its keys and values live in the lanes
-            self.groups.append(_Group(key, batch, lane, logits=logits))
+            self.groups.append(_Group(members, batch, lane, logits=logits))
 
     def step(self) -> list[Ended]:
         """One token for every running row: the batches that ended, with their outputs, and the rows that ended
@@ -146,14 +169,11 @@ class ContinuousDecode:
                 assert group.logits is not None
                 chosen = group.batch.sample(group.step, group.logits)
                 if chosen is None:
-                    ended.append(Ended(group.key, self._finish(group)))
+                    ended += self._finish(group)
                     continue
                 tokens.append(chosen)
-                ended_now = group.batch.ended
-                if sum(ended_now) > len(group.reported):
-                    early = [i for i, done in enumerate(ended_now) if done and i not in group.reported]
-                    group.reported.update(early)
-                    ended.append(Ended(group.key, group.batch.outputs(early), early))
+                if sum(group.batch.ended) > len(group.reported):
+                    ended += self._early(group)
             if not self.groups:
                 self._settle()
                 return ended
@@ -165,7 +185,7 @@ class ContinuousDecode:
                 logits = lanes.step(torch.cat(tokens) if len(tokens) > 1 else tokens[0], positions[:used], now,
                                     attend[:used, :, :, :now + 1])
             except Exception as exc:
-                ended += [Ended(g.key, exc) for g in self.groups]
+                ended += [Ended(m.key, exc) for g in self.groups for m in g.members if not m.ended]
                 self.groups.clear()
                 self._settle()
                 return ended
@@ -176,17 +196,37 @@ class ContinuousDecode:
                 group.step += 1
         return ended
 
-    def _finish(self, group: _Group) -> list[RowOutput]:
-        """A batch's outputs; its prompts and completions go to the prefix cache, its lanes to the batches after."""
+    def _early(self, group: _Group) -> list[Ended]:
+        """The rows that ended since the last step: a batch whose rows all have, whole; else those rows."""
+        ended, done = [], group.batch.ended
+        for member in group.members:
+            if member.ended:
+                continue
+            span = range(member.start, member.start + member.count)
+            if all(done[i] for i in span):
+                member.ended = True
+                group.reported.update(span)
+                ended.append(Ended(member.key, group.batch.outputs(list(span))))
+                continue
+            new = [i for i in span if done[i] and i not in group.reported]
+            if new:
+                group.reported.update(new)
+                ended.append(Ended(member.key, group.batch.outputs(new), [i - member.start for i in new]))
+        return ended
+
+    def _finish(self, group: _Group) -> list[Ended]:
+        """The batches that had not ended yet, whole; the prompts and completions go to the prefix cache, the lanes to
+        the batches after."""
         lanes, first, count, now = self._lanes, group.lane, len(group.batch.rows), self._now
         assert lanes is not None and self._attend is not None and self._positions is not None
         starts = self._starts
         if self.prefix is not None:
             group.batch.store(self.prefix, lambda i, prompt, fed: lanes.slice(first + i, starts[first + i],
                                                                               starts[first + i] + prompt + fed))
-        outputs = group.batch.outputs()
+        ended = [Ended(m.key, group.batch.outputs(list(range(m.start, m.start + m.count))))
+                 for m in group.members if not m.ended]
         used, low = len(starts), min(starts)
-        if first + count < used:  # the lanes after move down over this batch's
+        if first + count < used:  # the lanes after move down over this group's
             for tensor in (*lanes.keys, *lanes.values):
                 tensor[first:used - count, :, low:now] = tensor[first + count:used, :, low:now].clone()
             self._attend[first:used - count] = self._attend[first + count:used].clone()
@@ -196,7 +236,7 @@ class ContinuousDecode:
                     later.lane -= count
         del starts[first:first + count]
         self.groups.remove(group)
-        return outputs
+        return ended
 
     def _reserve(self, rows: int, width: int, steps: int) -> None:
         """Room for ``rows`` more lanes whose prompts are up to ``width`` tokens and which decode up to ``steps``

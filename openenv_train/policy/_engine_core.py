@@ -95,23 +95,32 @@ class EngineCore:
                 outputs[i] = out
         return [out if out is not None else RowOutput() for out in outputs]
 
-    def add(self, key: Any, rows: list[Row], version: Any = None,
-            on_step: Callable[[], None] | None = None) -> list[Ended]:
-        """Let a batch join the running decode (``joining`` must be set and admit ``version``); the batch back at
-        once if none of its rows decodes (each failed its constraint) or its prefill raised."""
+    def add(self, batches: list[tuple[Any, list[Row], Callable[[], None] | None]],
+            version: Any = None) -> list[Ended]:
+        """Let batches (each a key, its rows and its streams' flush, or None) join the running decode together
+        (``joining`` must be set and admit ``version``); back at once, a batch none of whose rows decodes (each
+        failed its constraint), or every batch if their prefill raised."""
         assert self.joining is not None
-        outputs, todo = self._guided(rows)
-        if not todo:
-            return [Ended(key, [out if out is not None else RowOutput() for out in outputs])]
+        ended, joining = [], []
+        for key, rows, on_step in batches:
+            outputs, todo = self._guided(rows)
+            if not todo:
+                ended.append(Ended(key, [out if out is not None else RowOutput() for out in outputs]))
+                continue
+            self._joined[key] = (outputs, [i for i, _ in todo])
+            joining.append((key, [row for _, row in todo], on_step))
+        if not joining:
+            return ended
         if self.joining.idle:
             self._busy.enter_context(DECODING.using(self.settings.threads, self.settings.switch_s))
         try:
-            self.joining.add(key, [row for _, row in todo], version, on_step)
+            self.joining.add(joining, version)
         except Exception as exc:
+            for key, _, _ in joining:
+                del self._joined[key]
             self._settle()
-            return [Ended(key, exc)]
-        self._joined[key] = (outputs, [i for i, _ in todo])
-        return []
+            return [*ended, *(Ended(key, exc) for key, _, _ in joining)]
+        return ended
 
     def step(self) -> list[Ended]:
         """One step of every joined batch: those that ended (with their outputs, or the error that ended them),

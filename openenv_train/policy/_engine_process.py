@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from ._engine_core import CoreSettings, Ended, EngineCore, PrefixStats
+from ._engine_core import CoreSettings, EngineCore, PrefixStats
 from ._engine_protocol import (
     Batch,
     BatchInFlight,
@@ -405,30 +405,42 @@ def serve_engine(conn: Any) -> None:
 
 
 def _serve_joining(core: EngineCore, batches: queue.SimpleQueue[Batch], begin: Any, end: Any) -> None:
-    """Decode batches as they come (never returns): each joins the running decode at the next step, unless its
-    policy version differs from the running batches', then it waits for them to end."""
+    """Decode batches as they come (never returns). Those waiting join the running decode together, as one group,
+    once the oldest has waited :data:`_HOLD_STEPS` steps (at once when nothing decodes): fewer groups, each with
+    its own sampling step, for a few steps' wait. A batch of another policy version waits for the running ones to
+    end, and those after it wait behind it."""
     assert core.joining is not None
-    waiting: list[Batch] = []
+    waiting: list[tuple[Batch, int]] = []  # each with the step count when it came
+    steps = 0
     while True:
         if core.joining.idle and not waiting:
-            waiting.append(batches.get())
+            waiting.append((batches.get(), steps))
         while True:
             try:
-                waiting.append(batches.get_nowait())
+                waiting.append((batches.get_nowait(), steps))
             except queue.Empty:
                 break
-        while waiting and core.joining.admits(waiting[0].version):  # in order: a new version is not passed by
-            batch = waiting.pop(0)
-            try:
-                rows, flush = begin(batch)
-                finished = core.add(batch.batch_id, rows, batch.version, on_step=flush)
-            except Exception as exc:
-                finished = [Ended(batch.batch_id, exc)]
-            for ended in finished:
+        version = waiting[0][0].version if waiting else None
+        if waiting and core.joining.admits(version) and (core.joining.idle or steps - waiting[0][1] >= _HOLD_STEPS):
+            joining = []
+            while waiting and waiting[0][0].version == version:
+                batch = waiting.pop(0)[0]
+                try:
+                    rows, flush = begin(batch)
+                except Exception as exc:
+                    end(batch.batch_id, exc)
+                    continue
+                joining.append((batch.batch_id, rows, flush))
+            for ended in core.add(joining, version) if joining else []:
                 end(ended.key, ended.outputs, ended.rows)
         if not core.joining.idle:
             for ended in core.step():
                 end(ended.key, ended.outputs, ended.rows)
+            steps += 1
+
+
+#: Steps a batch waits for others to join the running decode with it.
+_HOLD_STEPS = 2
 
 
 def _sendable(exc: BaseException) -> BaseException:

@@ -98,13 +98,14 @@ class LocalConfig:
     engine whole and decode exactly as with one."""
     shard_rows: int = 16
     """The narrowest batch that ``engines`` > 1 split."""
-    continuous: bool = True
+    continuous: bool = False
     """Continuous batching (one engine process, a Qwen2/Llama model on the fast path): a batch joins the one
-    decoding at its next step instead of waiting for it to end, and each request is answered when its own rows
-    end, not its batch's longest (:mod:`._continuous`). A seeded row samples the same tokens either way. Measured
-    (``benchmarks/mixed_lengths.py``): requests of 8, 64 and 256 tokens at once 1.2-1.4x the tokens/s and the
-    short ones' latency 8-13x lower; requests of one length in lock step 2-3% fewer tokens/s. False: a batch at a
-    time."""
+    decoding a few steps after it comes instead of waiting for it to end, and each request is answered when its own
+    rows end, not its batch's longest (:mod:`._continuous`). A seeded row samples the same tokens either way.
+    Measured on 2 cores (``benchmarks/mixed_lengths.py``, ``benchmarks/generation_throughput.py``): requests of 8,
+    64 and 256 tokens at once, 1.2-1.3x the tokens/s and the short ones answered 5-13x sooner; requests of one
+    length in lock step (the GRPO recipes' turns), 0.87-1.02x the tokens/s and up to 30% more engine CPU a token
+    (each batch that joins samples on its own). Off by default for that."""
 
     def __post_init__(self) -> None:
         if self.max_batch_rows < 1 or self.default_max_tokens < 1 or self.batch_window_s < 0 \

@@ -59,14 +59,14 @@ def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny:
     decode = ContinuousDecode(model, tokenizer, int(tokenizer.pad_token_id))
     joined: dict[str, Any] = {}
     order: list[str] = []
-    early: list[tuple[str, int, Any]] = []
-    decode.add("a", batches["a"])
+    early: list[tuple[str, int, Any]] = []  # rows that ended before the rest of their batch
+    decode.add([("a", batches["a"], None)])
     for step in range(200):
         if step == 3:
-            decode.add("b", batches["b"])
+            decode.add([("b", batches["b"], None)])
         if step == 7:
-            decode.add("c", batches["c"])
-            assert len(decode.groups) == 3  # all three decode in one forward pass from here
+            decode.add([("c", batches["c"][:2], None), ("d", batches["c"][2:], None)])  # two batches, one group
+            assert len(decode.groups) == 3  # all four decode in one forward pass from here
         for ended in decode.step():
             if ended.rows is None:
                 joined[ended.key] = ended.outputs
@@ -75,12 +75,13 @@ def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny:
                 early.extend((ended.key, i, out) for i, out in zip(ended.rows, ended.outputs, strict=True))
         if decode.idle and step > 7:
             break
-    assert order[0] == "a" and set(order) == {"a", "b", "c"}  # a ended first: its lanes went to b's and c's rows
-    for key in batches:
-        _same(alone[key], joined[key])
-    assert len(early) >= 6
+    assert order[0] == "a" and set(order) == {"a", "b", "c", "d"}  # a ended first: its lanes went to the others
+    _same(alone["a"], joined["a"])
+    _same(alone["b"], joined["b"])
+    _same(alone["c"], joined["c"] + joined["d"])  # a seeded row samples the same tokens in any company
+    assert len(early) >= 4
     for key, i, out in early:
-        _same([alone[key][i]], [out])
+        _same([alone["c"][i + 2] if key == "d" else alone[key][i]], [out])
 
 
 def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, Any]) -> None:
@@ -93,14 +94,14 @@ def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, A
     cache = PrefixCache(64 << 20)
     decode = ContinuousDecode(model, tokenizer, pad, cache)
     first = _rows(tokenizer, ["hi there", "tell me a story"], 1, 10)
-    decode.add(1, first)
+    decode.add([(1, first, None)])
     outputs = None
     while outputs is None:
         outputs = next((e.outputs for e in decode.step() if e.rows is None), None)
     second = [dataclasses.replace(row, prompt=row.prompt + out.token_ids[:-1] + [5, 6, 7])
               for row, out in zip(first, outputs, strict=True)]
-    decode.add(2, second)
-    decode.add(3, _rows(tokenizer, ["a new conversation"], 3, 12))
+    decode.add([(2, second, None)])
+    decode.add([(3, _rows(tokenizer, ["a new conversation"], 3, 12), None)])
     joined = {}
     while not decode.idle:
         joined.update({e.key: e.outputs for e in decode.step() if e.rows is None})
@@ -113,10 +114,10 @@ def test_a_batch_of_another_policy_version_waits_for_the_running_ones(tiny: tupl
 
     model, tokenizer = tiny
     decode = ContinuousDecode(model, tokenizer, int(tokenizer.pad_token_id))
-    decode.add("old", _rows(tokenizer, ["hi"], 1, 6), version=1)
+    decode.add([("old", _rows(tokenizer, ["hi"], 1, 6), None)], version=1)
     assert decode.admits(1) and not decode.admits(2)
     with pytest.raises(ValueError, match="version 2"):
-        decode.add("new", _rows(tokenizer, ["hi"], 1, 6), version=2)
+        decode.add([("new", _rows(tokenizer, ["hi"], 1, 6), None)], version=2)
     while not decode.idle:
         decode.step()
     assert decode.admits(2)
