@@ -292,6 +292,8 @@ class _Batch:
         self.done = torch.zeros(count, dtype=torch.bool, device=self.device)
         self.by_token = torch.zeros_like(self.done)
         self.produced = torch.zeros(count, dtype=torch.long, device=self.device)
+        self.ended: list[bool] = [False] * count
+        """Which rows have ended, as of the last :meth:`sample`."""
         self.next_pos = positions[:, -1:] + 1
         return logits_now
 
