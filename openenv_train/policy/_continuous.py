@@ -1,15 +1,15 @@
 """Continuous batching: batches that join a decode already running, one forward pass per step for all of them.
 
-A batch that arrives while others decode does not wait for them to end: its prompts are prefilled (as a batch of
-its own, prefix cache and shared prompts included), their keys and values move into the running decode's lanes,
-and from the next step on one forward pass serves every row. Every lane writes a step's token into the same slot
-(its earlier tokens end just before it, each lane starting where its own prompt does), so a step is the fast
-decoder's :meth:`~._llama_decode.FastDecoder.step` over all lanes, as for one batch; the lanes are moved left or
-right, all together, when a new prompt is longer than the slots before the current one or the buffer is full.
-Each batch keeps its own sampling state (its :class:`~._generation._Batch`: seeds, draws, guides, stops, streams),
-so a seeded row samples what it would alone; its rows are handed over as each ends, and its lanes are freed when
-its last row ends. A front end that answers one batch while the next decodes keeps the engine busy instead of
-decoding in lock step with it.
+Batches that arrive while others decode do not wait for them to end: those added together (a group) have their
+prompts prefilled as one batch (prefix cache and shared prompts included), their keys and values move into the
+running decode's lanes, and from the next step on one forward pass serves every row. Every lane writes a step's
+token into the same slot (its earlier tokens end just before it, each lane starting where its own prompt does), so
+a step is the fast decoder's :meth:`~._llama_decode.FastDecoder.step` over all lanes, as for one batch; the lanes
+move left or right, all together, when a new prompt is longer than the slots before the current one or the buffer
+is full. Each group keeps its own sampling state (a :class:`~._generation._Batch`: seeds, draws, guides, stops,
+streams), so a seeded row samples what it would alone (but each group's sampling step is one more set of small
+tensor operations a step); rows are handed over as each ends, a batch as soon as its rows have, and a group's lanes
+are freed when its last row ends.
 
 Only models the fast decoder reproduces decode this way (:meth:`ContinuousDecode.supports`); others decode a batch
 at a time. Batches of different policy versions never share a step: one of a new version waits until the
