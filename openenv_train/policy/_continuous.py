@@ -242,7 +242,6 @@ class ContinuousDecode:
         """Room for ``rows`` more lanes whose prompts are up to ``width`` tokens and which decode up to ``steps``
         tokens: a larger buffer, or the running lanes moved (all by the same number of slots) so that the current
         slot has ``width`` slots before it and the buffer ends after every lane's last step."""
-        import torch
 
         from ._llama_decode import FastDecoder
 
@@ -253,11 +252,10 @@ class ContinuousDecode:
         have_rows, have_slots = (old.keys[0].shape[0], old.keys[0].shape[2]) if old is not None else (0, 0)
         if old is not None and used + rows <= have_rows and now >= width and now + ahead <= have_slots:
             return
-        slots = max(at + ahead, have_slots if at + ahead <= have_slots else (at + ahead) * 3 // 2)
+        slots = have_slots if at + ahead <= have_slots else (at + ahead) * 3 // 2
         lanes = have_rows if used + rows <= have_rows else max(used + rows, have_rows * 3 // 2)
         new = FastDecoder(self.model, lanes, slots) if old is None or slots > have_slots or lanes > have_rows else old
-        attend = torch.zeros((new.keys[0].shape[0], 1, 1, slots), dtype=torch.bool, device=new.keys[0].device)
-        positions = torch.zeros((new.keys[0].shape[0], 1), dtype=torch.long, device=new.keys[0].device)
+        attend, positions = _lane_state(new)
         if old is not None and used:
             shift = at - now
             for mine, theirs in zip((*new.keys, *new.values), (*old.keys, *old.values), strict=True):
@@ -279,12 +277,11 @@ class ContinuousDecode:
         if lanes is not decoder:
             for mine, theirs in zip((*lanes.keys, *lanes.values), (*decoder.keys, *decoder.values), strict=True):
                 mine[lane:lane + count, :, now - width:now] = theirs[:, :, :width]
-        size, device = lanes.keys[0].shape, lanes.keys[0].device
         if self._attend is None or self._positions is None:
-            self._attend = torch.zeros((size[0], 1, 1, size[2]), dtype=torch.bool, device=device)
-            self._positions = torch.zeros((size[0], 1), dtype=torch.long, device=device)
+            self._attend, self._positions = _lane_state(lanes)
+        device = lanes.keys[0].device
         lengths = torch.tensor([len(row.prompt) for row in batch.rows], device=device)
-        slots = torch.arange(size[2], device=device)
+        slots = torch.arange(lanes.keys[0].shape[2], device=device)
         self._attend[lane:lane + count, 0, 0] = (slots >= now - lengths[:, None]) & (slots < now)
         self._positions[lane:lane + count, 0] = lengths
         self._starts += (now - lengths).tolist()
@@ -299,3 +296,12 @@ class ContinuousDecode:
         self._lanes = self._attend = self._positions = None
         self._starts, self._now = [], 0
 
+
+def _lane_state(lanes: FastDecoder) -> tuple[torch.Tensor, torch.Tensor]:
+    """Empty per-lane attention masks ``[lanes, 1, 1, slots]`` and next positions ``[lanes, 1]`` for ``lanes``."""
+    import torch
+
+    rows, _, slots, _ = lanes.keys[0].shape
+    device = lanes.keys[0].device
+    return (torch.zeros((rows, 1, 1, slots), dtype=torch.bool, device=device),
+            torch.zeros((rows, 1), dtype=torch.long, device=device))

@@ -23,7 +23,7 @@ from ._errors import PolicyError
 from ._generation import Row, RowOutput, generate_rows
 from ._prefix_cache import PrefixCache
 
-__all__ = ["DECODING", "CoreSettings", "EngineCore", "Ended", "PrefixStats", "ThreadEngine"]
+__all__ = ["DECODING", "CoreSettings", "EngineCore", "PrefixStats", "ThreadEngine"]
 
 
 @dataclass(frozen=True)

@@ -208,9 +208,9 @@ class ProcessEngine:
             Exception: what the model raised on the batch.
         """
         with self._lock:
-            while self._inboxes and (self._process is None or not self._process.is_alive() or self._moved()):
+            while self._inboxes and self._stale():
                 self._idle.wait()  # a restart would lose the batches in flight: it waits for them
-            if self._process is None or not self._process.is_alive() or self._moved():
+            if self._stale():
                 self.start()
             batch_id = next(self._ids)
             wired, streamed, guides = wire_rows(rows, self._guides)
@@ -304,6 +304,10 @@ class ProcessEngine:
         log.error("the policy engine process (pid %s) died while decoding a batch (%s); %s", pid, how, now)
         return EngineUnavailable(f"the model's engine process (pid {pid}) died while decoding this request ({how}); "
                                  f"{now}")
+
+    def _stale(self) -> bool:
+        """Whether the engine must be (re)started: none, dead, or over tensors since replaced."""
+        return self._process is None or not self._process.is_alive() or self._moved()
 
     def _moved(self) -> bool:
         """Whether a tensor was replaced since it was shared (then the engine is restarted); counts in-place

@@ -250,7 +250,7 @@ class LocalBackend:
         if kind == "auto":
             kind = "process" if _device_type(model) == "cpu" else "thread"
         if kind == "thread":
-            return ThreadEngine(EngineCore(model, self.tokenizer, dataclasses.replace(settings, continuous=False)))
+            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
         from ._engine_process import ProcessEngine
 
         engine: Any = ProcessEngine(model, self.tokenizer, settings)
@@ -265,7 +265,7 @@ class LocalBackend:
             if config.engine == "process":
                 raise
             log.warning("serving %s from this process: %s", self._model_id, exc)
-            return ThreadEngine(EngineCore(model, self.tokenizer, dataclasses.replace(settings, continuous=False)))
+            return ThreadEngine(EngineCore(model, self.tokenizer, settings))
         if settings.continuous:
             self._batcher.in_flight, self._batcher.early = _JOINING_FLIGHTS, True
         return engine
@@ -296,13 +296,15 @@ class LocalBackend:
     def _generate(self, rows: list[Any], on_rows: Any = None) -> list[Any]:
         with self.weights_lock.shared():
             version = self.version  # what this batch decodes with; a trainer may set the next one meanwhile
+            if on_rows is None:
+                outputs = self.engine.run(rows, version)
+            else:
+                def early(indices: list[int], outputs: list[Any]) -> None:
+                    for out in outputs:
+                        out.version = version
+                    on_rows(indices, outputs)
 
-            def early(indices: list[int], outputs: list[Any]) -> None:
-                for out in outputs:
-                    out.version = version
-                on_rows(indices, outputs)
-
-            outputs = self.engine.run(rows, version, early) if on_rows is not None else self.engine.run(rows, version)
+                outputs = self.engine.run(rows, version, early)
         for out in outputs:
             out.version = version
         self.rows_cut += sum(out.cut for out in outputs)
