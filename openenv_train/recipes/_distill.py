@@ -64,7 +64,9 @@ def games_dataset(games: Sequence[Sequence[tuple[str, str]]], batch_size: int, s
 class DistillCollator:
     """Turns teacher games (rows of :func:`games_dataset`) into a batch: ``input_ids``, ``attention_mask`` (only when
     the rows differ in length), ``labels`` (the sampled tokens, -100 off the assistant turns) and ``targets`` (the
-    teacher's next-token distribution at every position that predicts an assistant token; zero elsewhere)."""
+    teacher's next-token distribution at every position that predicts an assistant token; zero elsewhere). A
+    model's own games work too (on-policy distillation): where its guess's letters so far begin no word the teacher
+    draws from, those letters have no target."""
 
     def __init__(self, tokenizer: Any, teacher: ConsistentTeacher, system_prompt: str | None = None) -> None:
         import numpy as np
@@ -103,9 +105,9 @@ class DistillCollator:
                 left = list(range(len(guess)))
                 for j in written:
                     letter = ord(guess[j]) - 97
-                    if orders is None:
+                    if orders is None:  # a player's own guess may leave no word to draw from: no target then
                         counts = np.bincount(rows[alive, j], minlength=26).astype(np.float32)
-                        out.append((self.letter_ids, counts / counts.sum()))
+                        out.append((self.letter_ids, counts / max(counts.sum(), 1.0)))
                     else:  # a position drawn uniformly among those left, then its letter: a mixture, then the posterior
                         shares = np.stack([np.bincount(rows[alive, p], minlength=26) for p in left]).astype(np.float32)
                         shares /= shares.sum(1, keepdims=True)

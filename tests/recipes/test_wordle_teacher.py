@@ -85,6 +85,28 @@ def test_targets_are_the_letter_shares_of_the_consistent_answers(teacher: Consis
         assert k == len(targets)
 
 
+def test_a_players_own_game_gets_targets_for_the_state_it_reached(teacher: ConsistentTeacher,
+                                                                   tokenizer: Any) -> None:
+    """On-policy distillation: a game whose guesses miss the marks (a model's own) still gets, at every letter, the
+    shares among the answers that fit every mark so far and start with the letters written; once the letters
+    written begin no such answer, the rest of that guess has no target (zeros, so no loss)."""
+    secret = "fresh"
+    history = [("tares", feedback("tares", secret)), ("prion", feedback("prion", secret))]
+    fits = [w for w in teacher.words if consistent(w, history)]
+    guess = next(w for w in teacher.words if w[0] == fits[0][0] and all(w[:2] != f[:2] for f in fits))
+    # (an answer, as the teacher must know every word guessed): it starts like one that fits, then leaves them all
+    game = [*history, (guess, feedback(guess, secret)), (secret, "GGGGG")]
+    targets = DistillCollator(tokenizer, teacher)._game_targets(game)
+    third = targets[12:17]  # two opening guesses of 5 letters and an end each, then the third guess's letters
+    heads = [w for w in fits if w[0] == guess[0]]
+    np.testing.assert_allclose(third[0][1], np.bincount([ord(w[0]) - 97 for w in fits], minlength=26) / len(fits))
+    np.testing.assert_allclose(third[1][1], np.bincount([ord(w[1]) - 97 for w in heads], minlength=26) / len(heads))
+    assert all(not t[1].any() for t in third[2:])  # no answer that fits starts with the first two letters
+    after = [w for w in fits if consistent(w, game[:3])]
+    np.testing.assert_allclose(targets[18][1], np.bincount([ord(w[0]) - 97 for w in after], minlength=26) / len(after))
+    assert np.isfinite(np.stack([t[1] for t in targets if t is not None])).all()
+
+
 def test_any_order_targets_are_the_letter_mixture_then_the_position_it_came_from(
         teacher: ConsistentTeacher, tokenizer: Any) -> None:
     """``order: any`` (each letter, then its position): among the answers that fit every mark and agree with every
