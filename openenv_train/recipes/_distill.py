@@ -65,8 +65,8 @@ class DistillCollator:
     """Turns teacher games (rows of :func:`games_dataset`) into a batch: ``input_ids``, ``attention_mask`` (only when
     the rows differ in length), ``labels`` (the sampled tokens, -100 off the assistant turns) and ``targets`` (the
     teacher's next-token distribution at every position that predicts an assistant token; zero elsewhere). A
-    model's own games work too (on-policy distillation): where its guess's letters so far begin no word the teacher
-    draws from, those letters have no target."""
+    model's own games in the given order work too (on-policy distillation): where its guess's letters so far begin
+    no word the teacher draws from, those letters have no target."""
 
     def __init__(self, tokenizer: Any, teacher: ConsistentTeacher, system_prompt: str | None = None) -> None:
         import numpy as np
