@@ -28,6 +28,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+def prompt_ids(tokenizer: Any, history: list[tuple[str, str]]) -> list[int]:
+    """The token ids the recipe's agent sends for the next guess after ``history`` (its chat, then the assistant
+    role token)."""
+    from openenv_train.policy import encode_char_chat
+    from openenv_train.recipes._wordle import teacher_conversation
+
+    messages = teacher_conversation(history)
+    if history:
+        messages.append({"role": "user", "content": history[-1][1]})
+    return encode_char_chat(tokenizer, messages)[0] + [tokenizer.get_vocab()["<|assistant|>"]]
+
+
 class Player:
     """A checkpoint deciding guesses after the opening (``beam``) and scoring whole words (``scores``)."""
 
@@ -42,15 +54,8 @@ class Player:
         self.end = self.vocab["<|end|>"]
 
     def prompt(self, history: list[tuple[str, str]]) -> list[int]:
-        """The token ids the recipe's agent sends for the next guess (its chat, then the assistant role token)."""
-        from openenv_train.policy._char_tokenizer import encode_char_chat
-        from openenv_train.recipes._wordle import teacher_conversation
-
-        messages = teacher_conversation(history)
-        if history:
-            messages.append({"role": "user", "content": history[-1][1]})
-        ids, _ = encode_char_chat(self.tokenizer, messages)
-        return ids + [self.vocab["<|assistant|>"]]
+        """The token ids the recipe's agent sends for the next guess (:func:`prompt_ids`)."""
+        return prompt_ids(self.tokenizer, history)
 
     def _next(self, prompt: list[int], prefixes: list[str]) -> Any:
         import torch

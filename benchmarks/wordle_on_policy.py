@@ -30,6 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from wordle_decoding import prompt_ids  # noqa: E402 (the benchmarks' folder is on the path when run as a script)
+
 
 class Player:
     """A checkpoint playing many games at once, each guess after the opening decoded letter by letter: the most
@@ -39,18 +41,8 @@ class Player:
     def __init__(self, model: Any, tokenizer: Any, words: list[str], opening: list[str]) -> None:
         vocab = tokenizer.get_vocab()
         self.model, self.tokenizer, self.opening = model, tokenizer, opening
-        self.assistant = vocab["<|assistant|>"]
         self.letter_ids = [vocab[chr(97 + i)] for i in range(26)]
         self.words_with = Counter(w[:k] for w in words for k in range(6))  # valid words starting with a prefix
-
-    def _prompt(self, history: list[tuple[str, str]]) -> list[int]:
-        from openenv_train.policy import encode_char_chat
-        from openenv_train.recipes._wordle import teacher_conversation
-
-        messages = teacher_conversation(history)
-        if history:
-            messages.append({"role": "user", "content": history[-1][1]})
-        return encode_char_chat(self.tokenizer, messages)[0] + [self.assistant]
 
     def _allowed(self, prefix: str, guessed: set[str]) -> list[int]:
         allowed = []
@@ -76,7 +68,8 @@ class Player:
                     if turn < len(self.opening):
                         words = [self.opening[turn]] * len(live)
                     else:  # every live game's prompt has the same length at a turn: no padding
-                        out = self.model(torch.tensor([self._prompt(history[i]) for i in live]), use_cache=True)
+                        out = self.model(torch.tensor([prompt_ids(self.tokenizer, history[i]) for i in live]),
+                                         use_cache=True)
                         words = [""] * len(live)
                         for _ in range(5):
                             logits = out.logits[:, -1].float()[:, self.letter_ids]
@@ -127,7 +120,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from openenv_train.envs.wordle import answers, valid_guesses
-    from openenv_train.recipes._distill import DistillCollator
+    from openenv_train.recipes._distill import DistillCollator, distill_loss
     from openenv_train.recipes._stats import paired_difference
     from openenv_train.recipes._teacher import ConsistentTeacher
     from openenv_train.recipes._wordle_config import GrpoWordleConfig
@@ -171,8 +164,7 @@ def main() -> None:
                               for game in rng.choices(games, k=args.batch_size)])
             targets = batch.pop("targets")
             batch.pop("labels")
-            logp = torch.log_softmax(model(**batch).logits.float(), dim=-1)
-            loss = -(targets * logp).sum() / targets.sum().clamp(min=1.0)
+            loss = distill_loss(model(**batch).logits, targets)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

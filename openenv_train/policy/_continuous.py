@@ -242,7 +242,6 @@ class ContinuousDecode:
         """Room for ``rows`` more lanes whose prompts are up to ``width`` tokens and which decode up to ``steps``
         tokens: a larger buffer, or the running lanes moved (all by the same number of slots) so that the current
         slot has ``width`` slots before it and the buffer ends after every lane's last step."""
-
         from ._llama_decode import FastDecoder
 
         old, used, now = self._lanes, len(self._starts), self._now

@@ -22,7 +22,7 @@ from typing import Any
 from ._teacher import ConsistentTeacher
 from ._wordle import teacher_conversation
 
-__all__ = ["DistillCollator", "distill_trainer", "games_dataset", "guess_orders", "teacher_dataset"]
+__all__ = ["DistillCollator", "distill_loss", "distill_trainer", "games_dataset", "guess_orders", "teacher_dataset"]
 
 
 def guess_orders(games: Sequence[Sequence[tuple[str, str]]], opening: int, seed: int) -> list[list[list[int]]]:
@@ -155,21 +155,26 @@ class DistillCollator:
         return batch
 
 
+def distill_loss(logits: Any, targets: Any) -> Any:
+    """The cross-entropy of ``logits`` to the collator's ``targets``, averaged over the positions that have one."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    weight = targets.sum(-1)  # 1 where an assistant token is predicted, 0 elsewhere
+    return -(targets * logp).sum(-1).sum() / weight.sum().clamp(min=1.0)
+
+
 def distill_trainer() -> type:
-    """``SFTTrainer`` whose loss is the cross-entropy to the collator's ``targets`` (the teacher's distribution)."""
+    """``SFTTrainer`` whose loss is :func:`distill_loss` (the cross-entropy to the teacher's distribution)."""
     from trl import SFTTrainer
 
     class DistillSFTTrainer(SFTTrainer):  # type: ignore[misc]
         def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
                          num_items_in_batch: Any = None) -> Any:
-            import torch
-
             targets = inputs.pop("targets")
             inputs.pop("labels", None)
             outputs = model(**inputs)
-            logp = torch.log_softmax(outputs.logits.float(), dim=-1)
-            weight = targets.sum(-1)  # 1 where an assistant token is predicted, 0 elsewhere
-            loss = -(targets * logp).sum(-1).sum() / weight.sum().clamp(min=1.0)
+            loss = distill_loss(outputs.logits, targets)
             return (loss, outputs) if return_outputs else loss
 
     return DistillSFTTrainer
