@@ -35,7 +35,7 @@ def _policy_spec(env: str, policy: str) -> str:
 
 #: The pool options of ``collect`` (PoolConfig's fields, help written there), with the command's defaults.
 POOL_OPTIONS = {"num_actors": 1, "sessions_per_actor": 4, "max_turns": 12, "episode_timeout_s": 120.0,
-                "ray_address": None, "show_progress": False, "server_capacity": None}
+                "ray_address": None, "show_progress": False, "server_capacity": None, "write": "driver"}
 _POOL_FLAGS = {"episode_timeout_s": "--episode-timeout", "show_progress": "--progress"}
 
 

@@ -40,6 +40,7 @@ from ._errors import (
     ServerStartError,
     SessionFailed,
 )
+from ._faults import FAULTS_ENV, arm_fault, fault_point
 from ._lazy import REMOVED_IN, OpenEnvTrainDeprecationWarning, lazy_attributes, moved_names
 from ._mcp import (
     RESERVED_TOOL_NAMES,
@@ -62,6 +63,7 @@ from ._types import Action, EnvMetadata, Observation, State, StepResult, observa
 
 __all__ = [
     "CLIENT_TYPES",
+    "FAULTS_ENV",
     "POLICY_TOKEN_ENV",
     "REMOVED_IN",
     "RESERVED_TOOL_NAMES",
@@ -99,6 +101,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolErrorType",
+    "arm_fault",
     "bearer_of",
     "catalog_lookup",
     "catalog_registered",
@@ -111,6 +114,7 @@ __all__ = [
     "encode_client_message",
     "encode_error",
     "encode_server_message",
+    "fault_point",
     "is_loopback",
     "jsonrpc_error",
     "lazy_attributes",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..client import Endpoint, GenericEnvClient, MCPToolClient
+from ..core import FAULTS_ENV, fault_point
 from ..launch import LocalProcessProvider
 from ._agents import AgentLoop
 from ._config import PoolConfig
@@ -110,7 +111,9 @@ class RolloutActor:
         """Play several episode attempts at once (each on its own session); outcomes in the same order.
 
         Each entry is ``(spec, capture_session)`` or, in a fleet, ``(spec, capture_session, server_url)``."""
-        return list(await asyncio.gather(*(self.run(*episode) for episode in episodes)))
+        outcomes = list(await asyncio.gather(*(self.run(*episode) for episode in episodes)))
+        fault_point("pool.actor.played")
+        return outcomes
 
     async def run_many_write(self, episodes: list[tuple[Any, ...]], meta: dict[str, Any]) -> dict[str, Any]:
         """``write="actors"``: play episodes, write their rows to this actor's shards, return small outcomes.
@@ -266,4 +269,6 @@ def remote_actor_class(config: PoolConfig) -> Any:
         options["resources"] = dict(config.actor_resources)
     if config.actor_scheduling == "spread":
         options["scheduling_strategy"] = "SPREAD"
+    if os.environ.get(FAULTS_ENV):  # a failure test's fault tokens reach actors of a Ray started before it set them
+        options["runtime_env"] = {"env_vars": {FAULTS_ENV: os.environ[FAULTS_ENV]}}
     return ray.remote(**options)(RolloutActor)

@@ -82,7 +82,7 @@ class RolloutPool:
         self._submitted = 0
         self._closed = False
         self._ledger: ShardLedger | None = None  # write="actors": rows actors hold until their shard is merged
-        self._flushing: dict[Any, int] = {}
+        self._flushing: dict[Any, tuple[int, str | None]] = {}  # flush call -> actor, incarnation known then
         self._shard_meta: dict[str, Any] = {}
         if self.config.write == "actors":
             if writer is None:
@@ -261,7 +261,7 @@ class RolloutPool:
         rows = self._dispatch()
         if self._ledger is not None and not self._queue and not self._inflight and not self._flushing:
             for actor in self._ledger.actors_waiting():  # the batch is played: have the actors flush their rows
-                self._flushing[self.actors[actor].flush_shards.remote()] = actor
+                self._flushing[self.actors[actor].flush_shards.remote()] = (actor, self._ledger.incarnations.get(actor))
         if self._inflight or self._flushing:
             refs = [*self._inflight, *self._flushing]
             ready, rest = self._ray.wait(refs, num_returns=1, timeout=_POLL_S)
@@ -312,6 +312,8 @@ class RolloutPool:
                 job.dispatched_at = now
                 job.deadline = now + self.config.episode_timeout_s * 1.5 + 60.0
             if self._ledger is not None:
+                for job in jobs:
+                    job.incarnation = self._ledger.incarnations.get(actor)
                 ref = self.actors[actor].run_many_write.remote(
                     [(job.spec, job.server, job.attempt, job.version) for job in jobs], self._shard_meta)
             else:
@@ -346,7 +348,7 @@ class RolloutPool:
                 outcomes, shards = outcomes["outcomes"], outcomes["shards"]
         except actor_errors() as exc:
             if self._ledger is not None:
-                rows += self._replay(self._ledger.lost(actor))
+                rows += self._replay(self._ledger.lost(actor, jobs[0].incarnation))
             self.metrics.actor_failures += 1
             if jobs[0].dispatched_at > self._struck_at[actor]:  # one death fails many episodes: count it once
                 self._strikes[actor] += 1
@@ -367,26 +369,30 @@ class RolloutPool:
                 row = self._finish(job, outcome)
             if row is not None:
                 rows.append(row)
-        if self._ledger is not None:
-            for entry in shards:
-                rows += self._ledger.merge(actor, entry)
+        for entry in shards:
+            rows += self._merge(actor, entry)
         return rows
 
     def _settle_flush(self, ref: Any) -> list[TraceRow]:
         """An actor's answer to ``flush_shards``: merge its shards, or replay what it lost."""
-        actor = self._flushing.pop(ref)
+        actor, incarnation = self._flushing.pop(ref)
         assert self._ledger is not None
         try:
             result = self._ray.get(ref)
         except actor_errors():
             self.metrics.actor_failures += 1
-            return self._replay(self._ledger.lost(actor))
-        if result["incarnation"] is None:  # restarted since: nothing buffered, what it held is gone
-            return self._replay(self._ledger.lost(actor))
+            return self._replay(self._ledger.lost(actor, incarnation))
+        # an incarnation of None has buffered nothing: restarted since, what the actor held is gone
         rows = self._replay(self._ledger.seen(actor, result["incarnation"]))
         for entry in result["shards"]:
-            rows += self._ledger.merge(actor, entry)
+            rows += self._merge(actor, entry)
         return rows
+
+    def _merge(self, actor: int, entry: dict[str, Any]) -> list[TraceRow]:
+        """Move an actor's shard into the run; its accepted rows, now written (a row missing from it is replayed)."""
+        assert self._ledger is not None
+        written, missing = self._ledger.merge(actor, entry)
+        return written + self._replay(missing)
 
     def _replay(self, lost: list[tuple[Job, TraceRow]]) -> list[TraceRow]:
         """Episodes accepted on an actor that died before their rows reached a shard: play them again."""

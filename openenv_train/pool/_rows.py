@@ -28,6 +28,8 @@ class Job:
     deadline: float = 0.0
     unavailable: int = 0
     """Attempts that met an actor Ray was restarting: they never ran, so they do not use the retry budget."""
+    incarnation: str | None = None
+    """``write="actors"``: the incarnation of the actor the driver knew of when it sent the attempt."""
 
     @property
     def retries_used(self) -> int:

@@ -11,7 +11,8 @@ Files in ``<run_dir>/traces/``:
 - ``.lock``: an advisory lock held by the one live writer of the folder.
 
 Exactly-once: a row is a duplicate when its ``trace_id`` was written, or when it has an ``episode_id`` and
-the pair ``(run_id, episode_id)`` was written. A resumed run asks :meth:`TraceWriter.written` before it runs
+the pair ``(run_id, episode_id)`` was written (unless the writer is ``unique_by="trace"``: a staging folder that
+holds several attempts of one episode, of which a driver keeps one). A resumed run asks :meth:`TraceWriter.written` before it runs
 an episode (trace ids are random per attempt, so resume by ``(run_id, episode_id)``), and a duplicate
 :meth:`~TraceWriter.write` is skipped (or refused with ``on_duplicate="error"``).
 """
@@ -33,6 +34,7 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core import fault_point
 from ._errors import RunDirLocked, TraceReadError, TraceWriteError
 from ._rows import ROW_SCHEMA_VERSION, TraceRow
 from ._schema import TRACE_SCHEMA, to_record
@@ -97,6 +99,8 @@ class TraceWriter:
         resume: continue a folder that already has shards (their rows count as written); with False such a
             folder is refused.
         on_duplicate: ``"skip"`` (``write`` returns False) or ``"error"`` (raises TraceWriteError).
+        unique_by: ``"episode"``: a second row of a ``(run_id, episode_id)`` is a duplicate; ``"trace"``: only a
+            repeated trace id is (a pool actor's staging writer, which may hold two attempts of one episode).
         compression: Parquet codec of the shards.
         clock: the time source of ``flush_seconds`` (monotonic; tests pass a fake one).
 
@@ -111,6 +115,7 @@ class TraceWriter:
         flush_seconds: float = 30.0,
         resume: bool = True,
         on_duplicate: Literal["skip", "error"] = "skip",
+        unique_by: Literal["episode", "trace"] = "episode",
         compression: str = "zstd",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -120,6 +125,7 @@ class TraceWriter:
         self.dir = self.run_dir / TRACES_DIR
         self.flush_rows, self.flush_seconds = flush_rows, flush_seconds
         self.on_duplicate, self.compression, self._clock = on_duplicate, compression, clock
+        self._by_episode = unique_by == "episode"
         self._lock = threading.RLock()
         self._pending: list[dict[str, Any]] = []
         self._oldest: float | None = None
@@ -182,7 +188,7 @@ class TraceWriter:
         """
         with self._lock:
             self._check_open()
-            if self.written(row):
+            if self.written(row if self._by_episode else row.trace_id):
                 if self.on_duplicate == "error":
                     raise TraceWriteError(
                         f"episode {episode_key(row)!r} (trace {row.trace_id}) is already written to {self.dir}"
@@ -222,6 +228,7 @@ class TraceWriter:
             try:
                 pq.write_table(table, tmp, compression=self.compression)
                 _fsync_file(tmp)
+                fault_point("trace.flush.tmp_written")
                 os.replace(tmp, final)
                 _fsync_dir(self.dir)
             except OSError as exc:
@@ -233,6 +240,7 @@ class TraceWriter:
             ids = [[r["trace_id"], r["run_id"], r["episode_id"]] for r in records]
             self._shards.append({"file": name, "rows": len(records), "schema_version": ROW_SCHEMA_VERSION, "ids": ids})
             self._pending, self._oldest = [], None
+            fault_point("trace.flush.shard_written")
             try:
                 self._write_manifest()
             except OSError as exc:  # the shard is complete; the next writer adopts it
@@ -258,8 +266,8 @@ class TraceWriter:
                 raise TraceWriteError(f"shard {source} cannot be read: {exc}") from exc
             ids = [list(t) for t in zip(*(table.column(c).to_pylist() for c in ("trace_id", "run_id", "episode_id")),
                                         strict=True)]
-            mask = [not (t in self._trace_ids or (e and (r, e) in self._episodes)) and (keep is None or keep(t))
-                    for t, r, e in ids]
+            mask = [not (t in self._trace_ids or (self._by_episode and e and (r, e) in self._episodes))
+                    and (keep is None or keep(t)) for t, r, e in ids]
             seq = max((_shard_seq(s["file"]) for s in self._shards), default=-1) + 1
             name = f"part-{seq:05d}-{uuid.uuid4().hex[:8]}.parquet"
             final, tmp = self.dir / name, self.dir / f"{name}.tmp"
@@ -273,6 +281,7 @@ class TraceWriter:
                     pq.write_table(table.filter(pa.array(mask)), tmp, compression=self.compression)
                     _fsync_file(tmp)
                     os.replace(tmp, final)
+                    fault_point("trace.add_shard.rewritten")
                     source.unlink()
                 _fsync_dir(self.dir)
             except OSError as exc:
@@ -284,7 +293,9 @@ class TraceWriter:
                 self._trace_ids.add(trace_id)
                 if episode_id:
                     self._episodes.add((run_id, episode_id))
+            fault_point("trace.add_shard.moved")
             self._write_manifest()
+            fault_point("trace.add_shard.merged")
             return final
 
     def close(self) -> None:
