@@ -12,6 +12,7 @@ import pytest
 from openenv_train.client import Endpoint
 from openenv_train.launch import LocalProcessProvider
 from openenv_train.server import EnvServer, ServerConfig
+from tests import _system_parts
 
 
 @contextlib.asynccontextmanager
@@ -79,3 +80,16 @@ def no_shared_ray() -> None:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """A failure that a missing system part caused (bubblewrap, Chromium, Docker) is a skip with its install
+    line, unless CI's switch requires the part (``tests/_system_parts.py``): new tests need not remember it."""
+    report: pytest.TestReport = yield
+    if report.failed and call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception):
+        reason = _system_parts.skip_reason(report.longreprtext)
+        if reason is not None:
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+    return report

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from openenv_train.containers import build_image, docker_available, write_context
+from tests import _system_parts
 
 REQUIRED = os.environ.get("OPENENV_TRAIN_REQUIRE_DOCKER") == "1"
 BASE = os.environ.get("OPENENV_TRAIN_DOCKER_BASE", "openenv-train/base:py3")
@@ -24,9 +25,7 @@ SETUP = Path(__file__).resolve().parents[2] / ".ci" / "docker-setup.sh"
 
 
 def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"OPENENV_TRAIN_REQUIRE_DOCKER=1 but {reason}")
-    pytest.skip(reason)
+    _system_parts.skip_or_fail("docker", reason)
 
 
 def _setup() -> str | None:

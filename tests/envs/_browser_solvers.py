@@ -191,20 +191,10 @@ def solve(step: Callable[[str], Obs], first: Obs, solver: Solver, max_steps: int
 def require_browser() -> None:
     """Skip where Chromium, chromedriver, selenium or miniwob is missing; fail instead when CI requires them."""
     import importlib.util
-    import os
 
-    import pytest
+    from tests import _system_parts
 
-    missing = None
-    for variable, path in (("OPENENV_TRAIN_CHROMIUM", "/usr/bin/chromium"),
-                           ("OPENENV_TRAIN_CHROMEDRIVER", "/usr/bin/chromedriver")):
-        path = os.environ.get(variable, path)
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            missing = f"{path} not found: apt-get install -y chromium chromium-driver"
+    _system_parts.require("browser")
     for module in ("selenium", "miniwob"):
         if importlib.util.find_spec(module) is None:
-            missing = f"{module} is not installed: pip install 'openenv-train[browser]'"
-    if missing:
-        if os.environ.get("OPENENV_TRAIN_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"OPENENV_TRAIN_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
+            _system_parts.skip_or_fail("browser", f"{module} is not installed: pip install 'openenv-train[browser]'")

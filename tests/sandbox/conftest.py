@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from openenv_train.sandbox import Sandbox, SandboxConfig, SandboxLimits, sandbox_available
+from tests import _system_parts
 
 MiB = 2**20
 
@@ -15,17 +16,15 @@ SMALL = SandboxLimits(wall_time_s=3.0, cpu_time_s=2, memory_bytes=256 * MiB, max
                       max_open_files=64, max_output_bytes=64 * 1024, scratch_bytes=4 * MiB)
 """Limits of the tests: 64 MiB bombs hit a 256 MiB cap, loops hit 2 s of CPU or 3 s of wall time."""
 
-REQUIRED = os.environ.get("OPENENV_TRAIN_REQUIRE_SANDBOX") == "1"
-"""CI sets OPENENV_TRAIN_REQUIRE_SANDBOX=1: a sandbox that cannot start then fails the tests instead of skipping."""
-
 UNAVAILABLE = sandbox_available(SandboxConfig(limits=SMALL))
-SKIP_REASON = None if REQUIRED or UNAVAILABLE is None else f"no sandbox here: {UNAVAILABLE}"
+SKIP_REASON = None if _system_parts.PARTS["sandbox"].required or UNAVAILABLE is None else (
+    f"no sandbox here: {UNAVAILABLE} (to run these tests: {_system_parts.PARTS['sandbox'].install})")
 
 
 def require_sandbox() -> None:
-    """Skip the calling test where sandboxes cannot run (unless CI requires them)."""
-    if SKIP_REASON is not None:
-        pytest.skip(SKIP_REASON)
+    """Skip the calling test where sandboxes cannot run (CI's OPENENV_TRAIN_REQUIRE_SANDBOX=1 fails it instead)."""
+    if UNAVAILABLE is not None:
+        _system_parts.skip_or_fail("sandbox", f"no sandbox here: {UNAVAILABLE}")
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests import _system_parts
+
 HERE = Path(__file__).parent
 CHROMIUM = os.environ.get("OPENENV_TRAIN_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("OPENENV_TRAIN_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -58,9 +60,7 @@ def browser() -> Iterator[Any]:
     """Headless Chromium driven by Selenium; skips without it unless OPENENV_TRAIN_REQUIRE_BROWSER=1."""
     missing = _missing_browser()
     if missing:
-        if os.environ.get("OPENENV_TRAIN_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"OPENENV_TRAIN_REQUIRE_BROWSER=1 but {missing}")
-        pytest.skip(missing)
+        _system_parts.skip_or_fail("browser", missing)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
