@@ -96,6 +96,7 @@ class RolloutActor:
                              max_turns=self.config.max_turns, max_tokens=self.config.max_tokens)
         outcome = await run_attempt(self.agent, ctx, timeout_s=self.config.episode_timeout_s,
                                     retry_timeouts=self.config.retry_timeouts)
+        fault_point("pool.actor.attempted")  # the other episodes of this call may be mid-way
         if outcome["status"] == "ok":
             self._idle.append((generation, client))
         else:  # the session may be mid-episode or broken: never reuse it

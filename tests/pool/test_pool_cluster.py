@@ -1,6 +1,6 @@
 """The pool on a real multi-node Ray: a head and two worker nodes on 127.0.0.1 (token auth on), started once.
 
-The nodes are ``ray start`` processes kept by pid (tests/pool/_ray_cluster.py); the drivers are separate
+The nodes are ``ray start`` processes kept by pid (tests/pool/loopback_cluster.py); the drivers are separate
 processes, as a user's script or ``ray job submit`` would be. Checked here: every listening socket of the
 cluster is on loopback, a client without the token is refused, actors spread over the worker nodes with their
 env servers on their own node, the job path with a runtime env, and a worker node's raylet killed mid-run
@@ -22,8 +22,8 @@ import pytest
 
 from openenv_train.trace import read_traces
 from tests.pool._cluster_driver import MARK
-from tests.pool._ray_cluster import ROOT, LoopbackCluster, get_json
 from tests.pool._ray_head import RAY, submit_job
+from tests.pool.loopback_cluster import ROOT, LoopbackCluster, get_json
 
 pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[default]")
 # three nodes on a 2-core CI machine: the idle shared local Ray (tests/conftest.py) is stopped while they run

@@ -132,6 +132,14 @@ class LoopbackCluster:
     def worker_nodes(self) -> list[Node]:
         return self.nodes[1:]
 
+    def add_worker(self, *, timeout_s: float = 900.0, attempts: int = 3) -> Node:
+        """Start one more worker node (in place of one whose raylet was killed, say), with the same resources."""
+        args = self._worker_args(len(self.nodes) - 1)
+        self.nodes.append(self._launch(f"worker{len(self.nodes) - 1}", args))
+        self._up(len(self.nodes) - 1, args, timeout_s, attempts)
+        self._identify(self.nodes[-1])
+        return self.nodes[-1]
+
     def _worker_args(self, i: int) -> list[str]:
         resources = {**self.worker_resources, f"worker{i}": 1}
         # one log monitor per machine (Ray's advice): the head's reads the logs every node writes on it

@@ -1,0 +1,276 @@
+"""Rollout pool soak: rows lost and duplicated through hundreds of kills (targets: 0 and 0 in every mode).
+
+Modes (each plays Wordle episodes with the expert solver until its kills are done, then drains the pool):
+
+- ``actors``: ``write="actors"``; actors SIGKILLed at fixed points (fault tokens, ``openenv_train.core``): a row
+  buffered, mid-way through a call, a shard's temp file written, a shard renamed but not in its manifest, a
+  shard flushed but not reported.
+- ``driver``: ``write="driver"``; actors killed mid-way through a call and after playing a call's episodes,
+  before answering.
+- ``fleet``: a fleet of ``openenv-train serve`` processes; every ``--every`` rows one server is SIGKILLed by pid
+  and started again on its port.
+- ``raylet``: the 3-node loopback cluster of ``tests/pool/loopback_cluster.py`` (head + 2 workers); every
+  ``--every`` rows the raylet of a worker node that hosts an actor is SIGKILLed and a new worker node started.
+
+A kill is triggered by the pool's progress (a point in the code, or rows yielded), never by the clock. The
+report: episodes submitted, rows yielded, rows stored, lost (submitted, not stored, or yielded and not stored)
+and duplicated (an episode stored twice), kills done, wall time.
+
+    python benchmarks/pool_soak.py --mode actors --kills 200
+    python benchmarks/pool_soak.py --mode fleet --kills 30 --every 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from openenv_train.core import FAULTS_ENV, arm_fault
+from openenv_train.envs.wordle.solver import WordleSolver
+from openenv_train.pool import EpisodeSpec, RolloutPool, make_groups
+from openenv_train.trace import TraceWriter, read_traces
+
+ROOT = Path(__file__).resolve().parents[1]
+POINTS = {
+    "actors": ["pool.actor.buffered", "pool.actor.attempted", "trace.flush.tmp_written",
+               "trace.flush.shard_written", "pool.actor.flushed"],
+    "driver": ["pool.actor.attempted", "pool.actor.played"],
+}
+
+
+def policy(observation: Any) -> dict[str, str]:
+    """The Wordle expert, thinking 20 ms a guess (episodes overlap the kills)."""
+    time.sleep(0.02)
+    return WordleSolver().act(observation)
+
+
+def specs(stop: threading.Event) -> Iterator[EpisodeSpec]:
+    """Groups of two episodes, until ``stop`` is set."""
+    for task in itertools.count():
+        if stop.is_set():
+            return
+        yield from make_groups([task], num_generations=2, prefix=f"t{task}g")
+
+
+class Armer(threading.Thread):
+    """Keeps ``live`` fault tokens laid (cycling through ``points``) until ``kills`` of them have been taken."""
+
+    def __init__(self, folder: Path, points: list[str], kills: int, live: int) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.points, self.kills, self.live = folder, itertools.cycle(points), kills, live
+        self.laid = 0
+        self.done = threading.Event()
+        self.finished = threading.Event()  # the run is over: stop laying
+
+    @property
+    def taken(self) -> int:
+        return self.laid - len(list(self.folder.iterdir()))
+
+    def run(self) -> None:
+        while self.taken < self.kills and not self.finished.is_set():
+            while self.laid - self.taken < min(self.live, self.kills - self.taken):
+                arm_fault(self.folder, next(self.points))
+                self.laid += 1
+            time.sleep(0.05)  # polls the folder: the kills themselves happen where the code reaches a point
+        self.done.set()
+
+
+def count(run_dir: Path, yielded: list[str], submitted: set[str]) -> dict[str, int]:
+    stored = collections.Counter(r.episode_id for r in read_traces(run_dir))
+    return {"submitted": len(submitted), "yielded": len(yielded), "stored": sum(stored.values()),
+            "lost": len((submitted - set(stored)) | (set(yielded) - set(stored))),
+            "duplicated": sum(n - 1 for n in stored.values() if n > 1),
+            "yielded_twice": len(yielded) - len(set(yielded))}
+
+
+def drive(pool: RolloutPool, stop: threading.Event, after_row: Callable[[int], None] | None = None,
+          ) -> tuple[list[str], set[str]]:
+    """Run episodes until ``stop``; the episode ids yielded and submitted."""
+    yielded: list[str] = []
+    submitted: set[str] = set()
+
+    def source() -> Iterator[EpisodeSpec]:
+        for spec in specs(stop):
+            submitted.add(spec.episode_id)
+            yield spec
+
+    for row in pool.as_completed(source()):
+        yielded.append(row.episode_id)
+        if len(yielded) % 50 == 0:
+            print(f"{len(yielded)} rows, {pool.metrics.actor_failures} actor failures", file=sys.stderr, flush=True)
+        if after_row is not None:
+            after_row(len(yielded))
+    return yielded, submitted
+
+
+def fault_mode(mode: str, kills: int, work: Path, num_actors: int) -> dict[str, Any]:
+    import ray
+
+    from openenv_train.pool import start_private_ray
+
+    folder = work / "faults"
+    folder.mkdir()
+    os.environ[FAULTS_ENV] = str(folder)  # before Ray starts: the workers inherit it
+    start_private_ray(2, log_to_driver=False)
+    armer = Armer(folder, POINTS[mode], kills, live=max(1, num_actors // 2))
+    try:
+        with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
+                "wordle", policy, num_actors=num_actors, sessions_per_actor=4, max_retries=10_000,
+                max_restarts=100_000, retry_backoff_s=0.05, max_queued=16, writer=writer, write=mode) as pool:
+            armer.start()
+            yielded, submitted = drive(pool, armer.done)
+            metrics = pool.metrics.summary()
+    finally:
+        armer.finished.set()
+        if armer.is_alive():
+            armer.join()
+        del os.environ[FAULTS_ENV]
+        ray.shutdown()
+    kills_done = armer.taken
+    for token in folder.iterdir():  # laid while the pool drained, never taken
+        token.unlink()
+    return {**count(work / "run", yielded, submitted), "kills": kills_done,
+            "actor_failures": metrics["actor_failures"], "retries": metrics["retries"]}
+
+
+class Server:
+    """``openenv-train serve wordle`` on a fixed port, so it comes back at the same URL."""
+
+    def __init__(self, work: Path, name: str) -> None:
+        self.ready, self.port = work / f"{name}.ready", 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, wait: bool = True) -> Server:
+        self.ready.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "openenv_train.cli", "serve", "wordle", "--port", str(self.port),
+             "--ready-file", str(self.ready), "--parent-pid", str(os.getpid())],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if wait:
+            while not self.ready.exists():
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.process.returncode}")
+                time.sleep(0.05)
+            self.port = int(self.ready.read_text().rsplit(":", 1)[1])
+        return self
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+
+
+def fleet_mode(kills: int, every: int, work: Path, num_actors: int) -> dict[str, Any]:
+    import ray
+
+    from openenv_train.pool import start_private_ray
+
+    servers = [Server(work, name).start() for name in "abc"]
+    done, stop = [0], threading.Event()
+
+    def after_row(n: int) -> None:
+        if n % every == 0 and done[0] < kills:
+            server = servers[done[0] % len(servers)]
+            server.kill()
+            server.start(wait=False)  # back on the same port while the pool carries on
+            done[0] += 1
+        if done[0] >= kills:
+            stop.set()
+
+    start_private_ray(2, log_to_driver=False)
+    try:
+        with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
+                [f"http://127.0.0.1:{s.port}" for s in servers], policy, num_actors=num_actors, sessions_per_actor=4,
+                max_retries=10_000, retry_backoff_s=0.05, max_queued=16, writer=writer) as pool:
+            yielded, submitted = drive(pool, stop, after_row)
+            metrics = pool.metrics.summary()
+    finally:
+        ray.shutdown()
+        for server in servers:
+            server.stop()
+    return {**count(work / "run", yielded, submitted), "kills": done[0], "retries": metrics["retries"]}
+
+
+def raylet_mode(kills: int, every: int, work: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    import ray
+
+    from tests.pool.loopback_cluster import LoopbackCluster
+
+    cluster = LoopbackCluster(workers=2, worker_resources={"rollout": 2}).start()
+    done, stop = [0], threading.Event()
+    saved = dict(os.environ)
+    os.environ.update(cluster.env)
+    try:
+        ray.init(address=cluster.gcs_address, log_to_driver=False)
+
+        def after_row(n: int) -> None:
+            if n % every == 0 and done[0] < kills:
+                hosts = {a["node_id"] for a in ray.util.state.list_actors(filters=[("state", "=", "ALIVE")])
+                         if a["class_name"] == "RolloutActor"}
+                node = next((nd for nd in cluster.worker_nodes if nd.node_id in hosts
+                             and nd.process.poll() is None), None)
+                if node is not None:
+                    cluster.kill_raylet(node)
+                    cluster.add_worker()  # the cluster keeps two worker nodes
+                    done[0] += 1
+            if done[0] >= kills:
+                stop.set()
+
+        with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
+                "wordle", policy, num_actors=2, sessions_per_actor=4, ray_address=cluster.gcs_address,
+                actor_resources={"rollout": 1}, actor_scheduling="spread", max_retries=10_000,
+                max_restarts=100_000, retry_backoff_s=0.5, max_queued=16, writer=writer) as pool:
+            yielded, submitted = drive(pool, stop, after_row)
+            metrics = pool.metrics.summary()
+    finally:
+        ray.shutdown()
+        os.environ.clear()
+        os.environ.update(saved)
+        cluster.stop()
+    return {**count(work / "run", yielded, submitted), "kills": done[0], "retries": metrics["retries"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mode", choices=["actors", "driver", "fleet", "raylet"], required=True)
+    parser.add_argument("--kills", type=int, default=200, help="Kills to make (actors, servers or raylets).")
+    parser.add_argument("--every", type=int, default=8, help="fleet and raylet: rows between kills.")
+    parser.add_argument("--actors", type=int, default=4, help="Ray actors (actors, driver and fleet modes).")
+    parser.add_argument("--json", type=Path, help="Also write the report here.")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="pool-soak") as tmp:
+        work = Path(tmp)
+        if args.mode in POINTS:
+            report = fault_mode(args.mode, args.kills, work, args.actors)
+        elif args.mode == "fleet":
+            report = fleet_mode(args.kills, args.every, work, args.actors)
+        else:
+            report = raylet_mode(args.kills, args.every, work)
+    report = {"mode": args.mode, **report, "wall_s": round(time.perf_counter() - started, 1)}
+    print(json.dumps(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    sys.exit(0 if report["lost"] == 0 and report["duplicated"] == 0 and report["yielded_twice"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
