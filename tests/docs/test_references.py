@@ -1,12 +1,12 @@
 """Every project file the text names exists: README.md, docs/, benchmarks/RESULTS.md, and the docstrings and comments
 of ``openenv_train/`` and ``benchmarks/`` may not send a reader to a file the repository does not have.
 
-A reference is a path-like name ending in ``.md``, ``.py``, ``.yaml`` or ``.yml`` (checked when its first folder is
-one of the project's top-level folders, from the repository root; a bare
-upper-case ``NAME.md``, such as ``README.md``, at the root, beside the referring file, in docs/ or in benchmarks/),
-or a relative markdown link (``[text](path)``, from the page's folder). Names inside URLs, and files that code
-writes or that belong to other repositories (``summary.md`` of a run, ``server/app.py`` of an env folder), are not
-the project's and are not checked. The dated records under ``benchmarks/history/`` keep their text as it was.
+A reference is a path-like name ending in ``.md``, ``.py``, ``.yaml`` or ``.yml`` (checked from the repository root
+when its first folder is one of the project's top-level folders; a bare upper-case ``NAME.md``, such as
+``README.md``, at the root, beside the referring file, in docs/ or in benchmarks/), or a relative markdown link
+(``[text](path)``, from the page's folder). Names inside URLs, and files that code writes or that belong to other
+repositories (``summary.md`` of a run, ``server/app.py`` of an env folder), are not the project's and are not
+checked. The dated records under ``benchmarks/history/`` keep their text as it was.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def dead_references(path: Path, text: str) -> list[str]:
             ref = match[1].split("#")[0]
             if ref and not re.match(r"^[a-z][a-z+.-]*:", ref) and not (path.parent / ref).exists():
                 dead.append(ref)
-    return dead
+    return list(dict.fromkeys(dead))
 
 
 @pytest.mark.parametrize("kind", ["markdown", "python"])
