@@ -6,7 +6,7 @@ All modes play the same counter episodes with the same greedy scripted policy, o
 - ``cpu``: the plain counter (CPU-light: a step is a few microseconds of env work).
 
 Reports episodes/s per mode (pool runs with one episode per Ray call, and ``xN`` with ``episodes_per_call=N``)
-and the pool's overhead per episode against the asyncio loop at the same concurrency. Targets (issue 5): the
+and the pool's overhead per episode against the asyncio loop at the same concurrency. Targets: the
 pool >= 10x sequential on ``io``; the best pool within 20% of the asyncio loop on ``cpu``; overhead < 2 ms
 per episode::
 

@@ -111,18 +111,20 @@ def test_no_import_cycles_between_modules() -> None:
 
 
 # -- the package order -------------------------------------------------------------------------------------------
-README = SRC.parent / "README.md"
+LAYOUT = SRC.parent / "docs" / "layout.md"
 _LOADERS = {"import_module", "__import__", "lazy_attributes", "moved_names", "find_spec"}
 """Calls whose string arguments name modules they import (``lazy_attributes``: lazy and moved names)."""
 
 
 def _package_order() -> list[str]:
-    """The packages of the README's layout table, lowest first (a row of several lists them in import order)."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Layout"):]
-    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    """The packages of the table in docs/layout.md (its first table), lowest first (a row of several lists them in
+    import order)."""
+    lines = LAYOUT.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
     order: list[str] = []
-    for line in section.splitlines():
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
         cells = line.split("|")
         if len(cells) > 2 and "`" in cells[1]:
             order += [name.strip().strip("`") for name in cells[1].split(",")]
@@ -150,11 +152,11 @@ def _references(importer: str, path: Path, modules: dict[str, Path]) -> list[tup
     return found
 
 
-def test_the_readme_orders_every_package() -> None:
+def test_the_layout_orders_every_package() -> None:
     packages = {_package(name) for name in _modules()} - {""}
     order = _package_order()
-    assert len(order) == len(set(order)), f"a package is listed twice in the README's layout: {order}"
-    assert set(order) == packages, (f"the README's layout lists {sorted(set(order) - packages)} that do not exist "
+    assert len(order) == len(set(order)), f"a package is listed twice in docs/layout.md: {order}"
+    assert set(order) == packages, (f"docs/layout.md lists {sorted(set(order) - packages)} that do not exist "
                                     f"and misses {sorted(packages - set(order))}")
 
 
@@ -167,9 +169,9 @@ def test_no_package_imports_a_package_above_it() -> None:
         for line, target in _references(importer, path, modules):
             other = _package(target)
             if own and other and own != other and order[other] > order[own]:
-                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {own} imports {other}, which the README's "
-                           f"layout lists above it ({target})")
-    assert not bad, "imports against the package order (README, Layout):\n" + "\n".join(sorted(set(bad)))
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {own} imports {other}, which docs/layout.md "
+                           f"lists above it ({target})")
+    assert not bad, "imports against the package order (docs/layout.md):\n" + "\n".join(sorted(set(bad)))
 
 
 def test_no_circles_between_packages() -> None:

@@ -3,7 +3,8 @@
 Client to server: ``reset`` (data optional), ``step`` (data required), ``state``,
 ``mcp`` (data: a JSON-RPC request) and ``close``. Server to client:
 ``observation``, ``state``, ``mcp`` and ``error``. Every check raises
-:class:`ProtocolError` with the code that PROTOCOL.md assigns to it.
+:class:`ProtocolError` with its code (:class:`ErrorCode`; the codes are listed in
+docs/guides/serving.md, Server behaviour).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Wire types of the OpenEnv protocol: Action, Observation, State, StepResult.
 
 These are pydantic models with the exact semantics OpenEnv peers expect
-(see PROTOCOL.md): actions and observations reject unknown fields, states
+(as OpenEnv's own types): actions and observations reject unknown fields, states
 accept extra keys, and an observation travels split on the wire as
 ``{"observation": {own fields}, "reward": r, "done": d, "metadata": {...}}``.
 """

@@ -1,4 +1,4 @@
-"""Inspect AI tasks, scorers and model provider (see DESIGN.md).
+"""Inspect AI tasks, scorers and model provider (guide: docs/guides/evals.md).
 
 - :func:`replay_task`: a trace dataset as Inspect Samples, scored by a rubric (no model is called);
 - :func:`live_task`: an Inspect solver (:func:`env_agent`) plays a catalog env through our client;

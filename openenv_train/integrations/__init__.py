@@ -1,4 +1,4 @@
-"""Trainer adapters: TRL, SkyRL, ART, Miles, verifiers, Oumi, Unsloth (see DESIGN.md).
+"""Trainer adapters: TRL, SkyRL, ART, Miles, verifiers, Oumi, Unsloth (guide: docs/guides/training.md).
 
 - :mod:`openenv_train.integrations.trl`: GRPOTrainer ``rollout_func``, reward functions, SFT datasets.
 - :mod:`openenv_train.integrations.skyrl`: trace rows -> SkyRL generator output; any env as a SkyRL

@@ -1,4 +1,4 @@
-"""Policy backends and the OpenAI-compatible endpoint that captures every call (see DESIGN.md, TRACE.md).
+"""Policy backends and the OpenAI-compatible endpoint that captures every call (guide: docs/guides/traces.md).
 
 - :class:`PolicyServer`: ``/v1/chat/completions`` (``"stream": true`` too), ``/v1/models``, ``/health``; records
   calls made with a capture session into a :class:`~openenv_train.trace.CaptureStore`.

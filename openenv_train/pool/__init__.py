@@ -1,4 +1,4 @@
-"""The Ray rollout pool: actors, dispatch, backpressure and failure handling (see DESIGN.md).
+"""The Ray rollout pool: actors, dispatch, backpressure and failure handling (guide: docs/guides/rollouts.md).
 
 Ray is imported only when a pool starts; importing this package does not import it. Only :class:`PoolConfig`
 loads with the package (the CLI builds options from it); the rest loads on first use.

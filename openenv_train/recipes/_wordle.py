@@ -8,8 +8,8 @@ rules: ``env.system_prompt``). It reads the typed fields of our server and the t
 server alike, so ``--env-url`` works with both.
 
 With ``constrained=True`` each request carries ``guided_choice``: the valid-guess list less the words already
-guessed, a constraint that only removes illegal replies (the policy endpoint enforces it; see the README). Nothing
-here looks at which words fit the feedback: the model has to work that out.
+guessed, a constraint that only removes illegal replies (the policy endpoint enforces it: docs/guides/traces.md).
+Nothing here looks at which words fit the feedback: the model has to work that out.
 
 With ``order="any"`` the model writes a guess's letters in an order it picks, each followed by its position
 (``r2e3s4h5f1`` is ``fresh``; ``guided_choice_order: "any"`` at the endpoint), and the next user message shows the

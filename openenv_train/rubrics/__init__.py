@@ -1,4 +1,4 @@
-"""Composable reward rubrics that score trace rows (see DESIGN.md).
+"""Composable reward rubrics that score trace rows (guide: docs/guides/rubrics.md).
 
 A :class:`Rubric` scores a :class:`~openenv_train.trace.TraceRow` (sync or async) into a
 :class:`RubricResult`: the total, every named component, errors and optional per-step rewards. Compose them

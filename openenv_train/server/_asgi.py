@@ -75,6 +75,50 @@ def is_asgi_app(value: Any) -> bool:
     return len(params) == 3
 
 
+def app_routes(app: Any, *, most: int = 16) -> str:
+    """The routes ``app`` defines, as one phrase for a log line: read from its router (Starlette's and FastAPI's
+    ``app.routes``: each route's path, a WebSocket route marked, a mount with its prefix); an app that exposes no
+    router says so.
+
+    Example:
+        >>> class Route:
+        ...     def __init__(self, path): self.path = path
+        >>> class App:
+        ...     routes = [Route("/reset"), Route("/step"), Route("/reset")]
+        ...     async def __call__(self, scope, receive, send): ...
+        >>> app_routes(App())
+        'its routes: /reset, /step'
+        >>> async def bare(scope, receive, send): ...
+        >>> app_routes(bare)
+        'its routes are unknown: the app exposes no router'
+    """
+    routes = getattr(app, "routes", None)
+    if routes is None:
+        routes = getattr(getattr(app, "router", None), "routes", None)
+    try:
+        listed = list(routes) if routes is not None else None
+    except TypeError:
+        listed = None
+    if listed is None:
+        return "its routes are unknown: the app exposes no router"
+    paths: list[str] = []
+    for route in listed:
+        path = getattr(route, "path", None)
+        if not isinstance(path, str):
+            continue
+        kind = type(route).__name__
+        if "WebSocket" in kind:
+            path += " (WebSocket)"
+        elif kind == "Mount":
+            path = (path or "/") + " (mount)"
+        if path not in paths:
+            paths.append(path)
+    if not paths:
+        return "it defines no routes"
+    shown = ", ".join(paths[:most])
+    return f"its routes: {shown}" + (f", ... ({len(paths)} in all)" if len(paths) > most else "")
+
+
 class _TokenGate:
     """ASGI middleware: every route but ``/health`` requires the server's token (as :class:`EnvServer` does)."""
 
@@ -255,7 +299,7 @@ async def _serve(target: AsgiApp, config: ServerConfig, parent_pid: int | None, 
     assert server._task is not None
     ended = server._task
     print(f"openenv-train: serving {target.name}'s own app ({target.source or 'ASGI'}) on {server.url} as it is "
-          "(its routes: /ws, /mcp, /reset, /step, ... as the app defines them)", file=sys.stderr, flush=True)
+          f"({app_routes(target.app)})", file=sys.stderr, flush=True)
     if ready_file:
         tmp = f"{ready_file}.tmp"
         with open(tmp, "w") as f:

@@ -1,6 +1,7 @@
 """Export of trace rows as Harbor ATIF trajectories (Agent Trajectory Interchange Format).
 
-We follow ATIF-v1.4 (Harbor RFC 0001, ``docs/rfcs/0001-trajectory-format.md`` of laude-institute/harbor):
+We follow ATIF-v1.4 (Harbor RFC 0001,
+https://github.com/laude-institute/harbor/blob/main/docs/rfcs/0001-trajectory-format.md):
 v1.4 is the first version with both ``prompt_token_ids`` and ``completion_token_ids`` in step metrics, and
 Harbor's own models accept it. Mapping:
 

@@ -1,5 +1,6 @@
 """The trace record: TrainingTurn (one model call), TrainingTrace (one episode's calls, OpenEnv's schema)
-and TraceRow (one dataset row: the trace plus identity, outcome, env steps and timings; see TRACE.md)."""
+and TraceRow (one dataset row: the trace plus identity, outcome, env steps and timings; every column is listed in
+docs/guides/traces.md, Schema)."""
 
 from __future__ import annotations
 

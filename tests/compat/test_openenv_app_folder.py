@@ -153,7 +153,9 @@ async def test_serve_inside_the_folder_and_stop_with_sigterm(folder: Path, tmp_p
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
         assert server.stderr is not None
-        assert "serving cal_app_env's own app" in server.stderr.read().decode()
+        said = server.stderr.read().decode()
+        assert "serving cal_app_env's own app" in said
+        assert "/events, /mcp, /ws (WebSocket))" in said  # the routes the app defines, from its router
     finally:
         stop(server)
 

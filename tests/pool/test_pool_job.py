@@ -52,7 +52,7 @@ def test_ray_job_submit_runs_the_collection_recipe(ray_head: tuple[str, dict[str
 
 @pytest.mark.timeout(600)
 def test_ray_job_submit_runs_the_grpo_wordle_recipe(ray_head: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    """The README's ``ray job submit`` of the training recipe, with the smoke config, on a local head node."""
+    """The rollouts guide's ``ray job submit`` of the training recipe, with the smoke config, on a local head node."""
     address, env = ray_head
     # the games run on an env server that is already up (--env-url), as with a remote or OpenEnv server
     ready = tmp_path / "ready"
