@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenv_train.policy._tiny.model.chat_template import QWEN2_5_CHAT_TEMPLATE
 
 from openenv_train.policy import build_tiny_model
+from openenv_train.policy._tiny.chat_template import QWEN2_5_CHAT_TEMPLATE
 from tests.policy.conftest import ADD_TOOL
 
 
