@@ -189,9 +189,9 @@ def test_no_circles_between_packages() -> None:
 
 
 # -- loops between files, counting imports inside functions ------------------------------------------------------
-#: Run-time loops known today, each to be removed by the change that breaks it (delete its entry then). Only
-#: recipes/ is left: the module-level cycle test above misses these because one side imports inside a function.
-KNOWN_RUNTIME_LOOPS = {
+#: Run-time loops still to break, in recipes/ (the module-level cycle test above misses them: one side imports
+#: inside a function). Delete an entry with the change that breaks its loop; add none.
+LOOPS_TO_REMOVE = {
     # recipes/_env_agent imports eval inside a function, and eval imports _env_agent
     frozenset({"openenv_train.recipes._env_agent", "openenv_train.recipes.eval"}),
     # _grpo imports _rollout_setup, which imports _wordle_config, which imports _grpo inside a function
@@ -224,41 +224,24 @@ def _runtime_imports(importer: str, path: Path, modules: dict[str, Path]) -> set
     return found - packages_above - {importer}
 
 
-def _runtime_loops(modules: dict[str, Path]) -> list[list[str]]:
-    """Each loop of run-time imports among ``modules``, once (strongly connected components of two or more)."""
+def _runtime_loops(modules: dict[str, Path]) -> set[frozenset[str]]:
+    """Each loop of run-time imports among ``modules``, once: the modules that reach each other."""
     graph = {name: _runtime_imports(name, path, modules) for name, path in modules.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    loops: list[list[str]] = []
-
-    def visit(node: str) -> None:  # Tarjan's algorithm
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in graph[node]:
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                loops.append(sorted(component))
-
-    for name in graph:
-        if name not in index:
-            visit(name)
-    return loops
+    reach: dict[str, set[str]] = {}
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += graph[name]
+        reach[start] = seen
+    return {frozenset(n for n in reach[m] if m in reach[n]) for m in graph if m in reach[m]}
 
 
 def test_no_two_files_import_each_other_at_run_time() -> None:
-    loops = [loop for loop in _runtime_loops(_modules()) if frozenset(loop) not in KNOWN_RUNTIME_LOOPS]
+    loops = sorted(sorted(loop) for loop in _runtime_loops(_modules()) - LOOPS_TO_REMOVE)
     assert not loops, ("modules that import each other when they run (counting imports inside functions; move "
-                       "the shared piece down into a module both import):\n" + "\n".join(" <-> ".join(loop)
-                                                                                          for loop in loops))
+                       "the shared piece down into a module both import):\n"
+                       + "\n".join(" <-> ".join(loop) for loop in loops))
