@@ -399,7 +399,7 @@ class LocalBackend:
                                 "continued_from": prepared.continued, "batch_rows": batch.batch_rows,
                                 "timings": {"render_s": prepared.render_s, "queue_s": batch.queue_s,
                                             "generate_s": batch.generate_s}}
-        if request.constraint is not None:  # logprobs are of the masked distribution (see _generation)
+        if request.constraint is not None:  # logprobs are of the masked distribution (see _engine.generation)
             info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
         return ChatResult(self.model_id, choices, prepared.prompt, exact=True, sampling_used=used, info=info)
 
