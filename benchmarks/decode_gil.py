@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from openenv_train.policy import SamplingParams, build_tiny_model
-    from openenv_train.policy._generation import Row, generate_rows
+    from openenv_train.policy._engine.generation import Row, generate_rows
 
     torch.set_num_threads(1)  # what LocalBackend decodes a tiny CPU model with
     with tempfile.TemporaryDirectory() as tmp:

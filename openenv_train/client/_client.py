@@ -14,7 +14,7 @@ import enum
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
@@ -43,9 +43,7 @@ from ..launch import (
     RemoteProvider,
     ws_url,
 )
-
-if TYPE_CHECKING:
-    from ._sync import SyncEnvClient
+from ._sync import SyncEnvClient
 
 __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
 
@@ -206,8 +204,6 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     def sync(self) -> SyncEnvClient:
         """A blocking wrapper of this client that runs it on a background event loop."""
-        from ._sync import SyncEnvClient
-
         return SyncEnvClient(self)
 
     # -- protocol ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..loops import LoopThread
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: _client imports this module to build the wrapper
     from ._client import EnvClient
 
 __all__ = ["SyncEnvClient"]

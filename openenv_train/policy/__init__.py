@@ -16,9 +16,12 @@
 Importing this package does not import torch or transformers; the backends load them when built.
 """
 
-from ._char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
-from ._chat import ChatClient, ChatResponse, ChatStream, ChatTransportError, api_key_for
-from ._endpoint import EndpointConfig, PolicyServer
+from ._backends.local import LocalBackend, LocalConfig, WeightsLock
+from ._backends.scripted import FixedSampling, ScriptedBackend
+from ._backends.upstream import UpstreamBackend, UpstreamConfig
+from ._chat_client import ChatClient, ChatResponse, ChatStream, ChatTransportError, api_key_for
+from ._endpoint.server import EndpointConfig, PolicyServer
+from ._engine.guide import read_in_order, spell_in_order
 from ._errors import (
     AuthenticationFailed,
     BackendFailed,
@@ -29,13 +32,9 @@ from ._errors import (
     TokenLimitExceeded,
     UpstreamFailed,
 )
-from ._guide import read_in_order, spell_in_order
-from ._local import LocalBackend, LocalConfig, WeightsLock
-from ._messages import normalise_messages, parse_tool_calls
-from ._openai import completion_json, parse_chat_request, v1_url
-from ._scripted import FixedSampling, ScriptedBackend
 from ._serve import CapturedPolicy, captured_policy, policy_endpoint
-from ._tiny import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
+from ._tiny.char_tokenizer import build_char_tokenizer, encode_char_chat, is_char_tokenizer
+from ._tiny.model import TinyModelConfig, build_tiny_model, build_tiny_tokenizer, teach_tiny_model
 from ._types import (
     ChatChoice,
     ChatRequest,
@@ -49,7 +48,8 @@ from ._types import (
     StreamingBackend,
     StreamStart,
 )
-from ._upstream import UpstreamBackend, UpstreamConfig
+from ._wire.messages import normalise_messages, parse_tool_calls
+from ._wire.openai_chat import completion_json, parse_chat_request, v1_url
 
 __all__ = [
     "AuthenticationFailed",

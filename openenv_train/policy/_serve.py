@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..trace import CaptureStore
-from ._endpoint import PolicyServer
-from ._local import LocalBackend
-from ._openai import v1_url
+from ._backends.local import LocalBackend
+from ._backends.upstream import UpstreamBackend
+from ._endpoint.server import PolicyServer
 from ._types import PolicyBackend
-from ._upstream import UpstreamBackend
+from ._wire.openai_chat import v1_url
 
 __all__ = ["CapturedPolicy", "captured_policy", "policy_endpoint"]
 

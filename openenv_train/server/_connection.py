@@ -32,7 +32,7 @@ from ._routes import RawJson
 from ._session import Session
 from ._ws_session import CLOSE_FRAME, Close, Phase, Run, WsSession
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: _server imports this module to serve each connection
     from ._server import EnvServer
 
 __all__ = ["Connection"]

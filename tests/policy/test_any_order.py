@@ -25,7 +25,7 @@ from openenv_train.policy import (
     read_in_order,
     spell_in_order,
 )
-from openenv_train.policy._guide import GuideCache, SlotGuide
+from openenv_train.policy._engine.guide import GuideCache, SlotGuide
 from tests.policy.test_constraint_cache import spelled
 
 WORDS = sorted(valid_guesses())[:40:3]

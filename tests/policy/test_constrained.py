@@ -165,7 +165,7 @@ def test_character_level_tokenizer_spells_choices_letter_by_letter() -> None:
     from transformers import PreTrainedTokenizerFast
 
     from openenv_train.policy import Constraint
-    from openenv_train.policy._guide import GuideCache
+    from openenv_train.policy._engine.guide import GuideCache
 
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocab = {c: i for i, c in enumerate(["<pad>", "<eos>", "<bos>", " ", "\n", *letters])}

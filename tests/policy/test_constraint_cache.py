@@ -19,7 +19,7 @@ from openenv_train.policy import (
     build_tiny_model,
     parse_chat_request,
 )
-from openenv_train.policy._guide import ChoiceGuide, ExcludingGuide, Guide, GuideCache
+from openenv_train.policy._engine.guide import ChoiceGuide, ExcludingGuide, Guide, GuideCache
 
 WORDS = sorted(valid_guesses())
 

@@ -23,8 +23,8 @@ WORDS = ("crane", "slate", "trace", "crate", "stare", "audio")
 
 
 def _rows(tokenizer: Any, prompts: list[str], seed: int, max_new: int) -> list[Any]:
-    from openenv_train.policy._generation import Row
-    from openenv_train.policy._guide import GuideCache
+    from openenv_train.policy._engine.generation import Row
+    from openenv_train.policy._engine.guide import GuideCache
 
     choice = GuideCache(tokenizer, int(tokenizer.eos_token_id)).get(Constraint(choices=WORDS))
     cases: list[tuple[dict[str, Any], Any]] = [({"temperature": 1.0}, None), ({"temperature": 0.0}, None),
@@ -47,8 +47,8 @@ def _same(alone: list[Any], joined: list[Any]) -> None:
 
 
 def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny: tuple[Any, Any]) -> None:
-    from openenv_train.policy._continuous import ContinuousDecode
-    from openenv_train.policy._generation import generate_rows
+    from openenv_train.policy._engine.continuous import ContinuousDecode
+    from openenv_train.policy._engine.generation import generate_rows
 
     model, tokenizer = tiny
     batches = {"a": _rows(tokenizer, ["hi", "what is 2 + 3?", "yes", "pick a word", "count"], 10, 14),
@@ -85,9 +85,9 @@ def test_batches_that_join_a_running_decode_sample_what_each_samples_alone(tiny:
 
 
 def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, Any]) -> None:
-    from openenv_train.policy._continuous import ContinuousDecode
-    from openenv_train.policy._generation import generate_rows
-    from openenv_train.policy._prefix_cache import PrefixCache
+    from openenv_train.policy._engine.continuous import ContinuousDecode
+    from openenv_train.policy._engine.generation import generate_rows
+    from openenv_train.policy._engine.prefix_cache import PrefixCache
 
     model, tokenizer = tiny
     pad = int(tokenizer.pad_token_id)
@@ -110,7 +110,7 @@ def test_a_second_turn_that_joins_reuses_the_first_turns_keys(tiny: tuple[Any, A
 
 
 def test_a_batch_of_another_policy_version_waits_for_the_running_ones(tiny: tuple[Any, Any]) -> None:
-    from openenv_train.policy._continuous import ContinuousDecode
+    from openenv_train.policy._engine.continuous import ContinuousDecode
 
     model, tokenizer = tiny
     decode = ContinuousDecode(model, tokenizer, int(tokenizer.pad_token_id))

@@ -31,7 +31,7 @@ def _allowed(tokenizer: Any, params: dict[str, Any], completion: list[int]) -> l
     if "guided_choice" not in params and "guided_regex" not in params:
         return [None] * len(completion)
     from openenv_train.policy import Constraint
-    from openenv_train.policy._guide import GuideCache
+    from openenv_train.policy._engine.guide import GuideCache
 
     constraint = (Constraint(choices=tuple(params["guided_choice"])) if "guided_choice" in params
                   else Constraint(regex=params["guided_regex"], field="guided_regex"))
@@ -77,8 +77,9 @@ def test_rows_sharing_a_prompt_are_prefilled_once_and_decode_as_if_each_had_its_
     """A GRPO group's first turn: eight games with one prompt (and two other prompts) in one batch, sampled with
     their own seeds. The prefill runs once per distinct prompt, and every row's ids and logprobs are those of the
     batch prefilled row by row."""
-    from openenv_train.policy import SamplingParams, _generation
-    from openenv_train.policy._generation import Row, generate_rows
+    from openenv_train.policy import SamplingParams
+    from openenv_train.policy._engine import generation as _generation
+    from openenv_train.policy._engine.generation import Row, generate_rows
 
     model, tokenizer = tiny
     prompts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,

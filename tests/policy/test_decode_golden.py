@@ -24,8 +24,8 @@ WORDS = ["crane", "slate", "trace", "crate", "stare", "adieu", "audio", "raise",
 
 
 def _rows(model: Any, tokenizer: Any) -> list[Any]:
-    from openenv_train.policy._generation import Row
-    from openenv_train.policy._guide import GuideCache
+    from openenv_train.policy._engine.generation import Row
+    from openenv_train.policy._engine.guide import GuideCache
 
     guides = GuideCache(tokenizer, int(tokenizer.eos_token_id))
     choice = guides.get(Constraint(choices=tuple(WORDS)))
@@ -51,7 +51,7 @@ def _rows(model: Any, tokenizer: Any) -> list[Any]:
 
 def decode(model: Any, tokenizer: Any, **options: Any) -> list[dict[str, Any]]:
     """Every row of :func:`_rows` in one batch: ids, logprobs, text and finish reason."""
-    from openenv_train.policy._generation import generate_rows
+    from openenv_train.policy._engine.generation import generate_rows
 
     outputs = generate_rows(model, tokenizer, _rows(model, tokenizer), pad_id=int(tokenizer.pad_token_id), **options)
     return [{"token_ids": o.token_ids, "logprobs": o.logprobs, "text": o.text, "finish_reason": o.finish_reason,
@@ -62,7 +62,7 @@ def decode(model: Any, tokenizer: Any, **options: Any) -> list[dict[str, Any]]:
 def test_the_same_rows_decode_as_before_the_batched_loop(tiny: tuple[Any, Any], fast: bool, ahead: bool,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     if ahead:  # every chunk of draws from the draw-ahead thread (this batch's are too small to go there otherwise)
-        monkeypatch.setattr("openenv_train.policy._sampling._AHEAD_FLOATS", 0)
+        monkeypatch.setattr("openenv_train.policy._engine.sampling._AHEAD_FLOATS", 0)
     golden = json.loads(GOLDEN.read_text())
     now = decode(*tiny, fast=fast)
     assert len(now) == len(golden)

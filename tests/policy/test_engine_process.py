@@ -191,8 +191,8 @@ def test_the_engine_setting_is_checked() -> None:
 def test_guides_go_by_number_with_their_constraint_the_first_time() -> None:
     """A 10,000-word list is sent to the engine once; a request with a few words dropped sends only their ids."""
     from openenv_train.policy import Constraint
-    from openenv_train.policy._engine_protocol import GuideSender, GuideStore
-    from openenv_train.policy._guide import ChoiceGuide, ExcludingGuide
+    from openenv_train.policy._engine.guide import ChoiceGuide, ExcludingGuide
+    from openenv_train.policy._engine.protocol import GuideSender, GuideStore
 
     built: list[Any] = []
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from openenv_train.policy import LocalConfig
-from openenv_train.policy._generation import Row, generate_rows
-from openenv_train.policy._prefix_cache import PrefixCache
+from openenv_train.policy._engine.generation import Row, generate_rows
+from openenv_train.policy._engine.prefix_cache import PrefixCache
 from openenv_train.policy._types import SamplingParams
 from tests.policy.test_capture_golden import SESSIONS, TURNS, _comparable, play
 
@@ -167,10 +167,10 @@ def test_backends_decoding_at_once_restore_the_thread_and_switch_settings() -> N
 
     import torch
 
-    from openenv_train.policy._local import _DECODING
+    from openenv_train.policy._engine.core import DECODING
 
     before = torch.get_num_threads(), sys.getswitchinterval()
-    a, b = _DECODING.using(1, 0.0005), _DECODING.using(1, 0.0005)
+    a, b = DECODING.using(1, 0.0005), DECODING.using(1, 0.0005)
     a.__enter__()
     b.__enter__()
     assert (torch.get_num_threads(), sys.getswitchinterval()) == (1, 0.0005)
@@ -178,7 +178,7 @@ def test_backends_decoding_at_once_restore_the_thread_and_switch_settings() -> N
     assert (torch.get_num_threads(), sys.getswitchinterval()) == (1, 0.0005)  # B still decodes
     b.__exit__(None, None, None)
     assert (torch.get_num_threads(), sys.getswitchinterval()) == before
-    with _DECODING.using(0, 0.0005):  # a backend that leaves torch's threads alone restores only the interval
+    with DECODING.using(0, 0.0005):  # a backend that leaves torch's threads alone restores only the interval
         torch.set_num_threads(before[0] + 1)  # the user's own change while it decodes
     try:
         assert (torch.get_num_threads(), sys.getswitchinterval()) == (before[0] + 1, before[1])

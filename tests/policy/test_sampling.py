@@ -44,7 +44,7 @@ def _old_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], 
 
 def _new_run(logits: list[Any], params: list[SamplingParams], seeds: list[int], ends: list[int],
              vocab: int | None = None) -> list[list[int]]:
-    from openenv_train.policy._sampling import BatchSampler
+    from openenv_train.policy._engine.sampling import BatchSampler
 
     sampler = BatchSampler(params, seeds, len(logits), torch.device("cpu"), vocab)
     out: list[list[int]] = [[] for _ in params]
@@ -87,7 +87,7 @@ def test_batched_sampler_draws_the_old_loops_tokens_for_every_seed(vocab: int, g
 
 def test_a_tiny_temperature_decodes_greedily_with_finite_logprobs() -> None:
     """1e-84 (found by the chat fuzzer) is 0 in float32: dividing by it gave inf logits and a 500 at JSON time."""
-    from openenv_train.policy._sampling import GREEDY_BELOW, BatchSampler
+    from openenv_train.policy._engine.sampling import GREEDY_BELOW, BatchSampler
 
     logits = torch.randn((3, 50), generator=torch.Generator().manual_seed(0)) * 3
     temps = [1.418043102685024e-84, GREEDY_BELOW / 2, 0.0]

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from openenv_train.policy import LocalBackend, PolicyServer, SamplingParams, ScriptedBackend, UpstreamBackend
-from openenv_train.policy._generation import Row, generate_rows
+from openenv_train.policy._engine.generation import Row, generate_rows
 from openenv_train.trace import CaptureStore, TrainingTurn
 from tests.policy.conftest import ADD_TOOL, TAUGHT, chat_body, serve
 
@@ -367,7 +367,7 @@ async def test_stream_errors(tiny: tuple[Any, Any]) -> None:
 
 
 def _row_text(**options: Any) -> Any:
-    from openenv_train.policy._local_stream import RowText
+    from openenv_train.policy._backends.token_feed import RowText
 
     pieces = {1: "The", 2: " answer", 3: " is", 4: " 5", 5: "\n", 6: "<tool", 7: "_call>", 8: "\xe2", 9: "\x82\xac",
               0: ""}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from openenv_train.policy import build_tiny_model
-from openenv_train.policy._chat_template import QWEN2_5_CHAT_TEMPLATE
+from openenv_train.policy._tiny.chat_template import QWEN2_5_CHAT_TEMPLATE
 from tests.policy.conftest import ADD_TOOL
 
 

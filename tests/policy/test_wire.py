@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from openenv_train.policy import InvalidRequest, parse_chat_request, parse_tool_calls
-from openenv_train.policy._batcher import Batcher
-from openenv_train.policy._messages import messages_extend, normalise_messages, reply_message
+from openenv_train.policy._engine.batcher import Batcher
+from openenv_train.policy._wire.messages import messages_extend, normalise_messages, reply_message
 
 USER = [{"role": "user", "content": "hi"}]
 

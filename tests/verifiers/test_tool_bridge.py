@@ -16,7 +16,7 @@ pytest.importorskip("verifiers.v1", reason="verifiers is not installed (pip inst
 from verifiers.v1.harnesses.utils.mcp import call_mcp, connect_mcp, mcp_client  # noqa: E402
 
 from openenv_train.client import MCPToolClient  # noqa: E402
-from openenv_train.integrations._verifiers_tools import ToolBridge, ToolSession  # noqa: E402
+from openenv_train.integrations.verifiers._tools import ToolBridge, ToolSession  # noqa: E402
 from tests.conftest import serve_process  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)

@@ -14,8 +14,8 @@ vf = pytest.importorskip("verifiers.v1", reason="verifiers is not installed (pip
 
 from verifiers.v1.utils.loaders import harness_config_type  # noqa: E402
 
-from openenv_train.integrations._verifiers_run import _kind  # noqa: E402
 from openenv_train.integrations.verifiers import VerifiersError, verifiers_classes  # noqa: E402
+from openenv_train.integrations.verifiers._run import _kind  # noqa: E402
 
 
 def _tasks(env: str, **options: Any) -> list[Any]:

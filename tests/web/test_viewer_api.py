@@ -187,7 +187,7 @@ def test_scored_version_columns_are_reward_components(run_dir: Path, tmp_path: P
 
 
 def test_completion_decoded_with_a_local_tokenizer(tmp_path: Path) -> None:
-    from openenv_train.policy._tiny import build_tiny_tokenizer
+    from openenv_train.policy import build_tiny_tokenizer
 
     model_dir = tmp_path / "tiny-tokenizer"
     tokenizer = build_tiny_tokenizer()

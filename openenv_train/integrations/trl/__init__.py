@@ -13,7 +13,8 @@
 Importing this package does not import trl, torch or transformers.
 """
 
-from ._constrained import CREDITS, AllowedTokens, constrained_positions, grpo_trainer_class, masked_logprobs
+from ._allowed import AllowedTokens, constrained_positions
+from ._constrained import CREDITS, grpo_trainer_class, masked_logprobs
 from ._env_factory import EnvTools, make_environment_factory
 from ._rewards import field_reward, rubric_rewards
 from ._rollout import PoolFactory, TrlRolloutFunc, default_task, make_rollout_func, rollout_fields

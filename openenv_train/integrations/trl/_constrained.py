@@ -21,54 +21,21 @@ unmasked, as TRL would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ...trace import TraceRow
-from .._flatten import flatten_turns
+from ._allowed import allowed_mask
 from ._turn_credit import branch_advantages, turn_advantages
+from ._turn_rows import turn_batch
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CREDITS", "AllowedTokens", "constrained_positions", "grpo_trainer_class", "masked_logprobs"]
+__all__ = ["CREDITS", "grpo_trainer_class", "masked_logprobs"]
 
 #: How a trainer of :func:`grpo_trainer_class` gives advantages to tokens (its ``credit`` argument).
 CREDITS = ("episode", "turn", "branch")
-
-#: ``allowed_tokens(prompt_ids, completion_ids)``: the allowed ids at each completion token of a turn, or None.
-AllowedTokens = Callable[[Sequence[int], Sequence[int]], "list[torch.Tensor] | None"]
-
-
-def constrained_positions(row: TraceRow, allowed_tokens: AllowedTokens,
-                          limit: int | None = None) -> list[tuple[int, torch.Tensor]]:
-    """(position in the flattened completion, allowed ids) for every constrained model token of ``row``'s turns,
-    as :func:`~openenv_train.integrations.trl.rollout_fields` lays the episode out; positions past ``limit`` are
-    left out (a completion cut to the trainer's length)."""
-    flat = flatten_turns(row.trace.turns)
-    found = []
-    for turn, start in zip(row.trace.turns[: flat.turns_used], flat.turn_starts, strict=True):
-        allowed = allowed_tokens(turn.prompt_token_ids, turn.completion_token_ids)
-        for k, ids in enumerate(allowed or ()):
-            if limit is None or start + k < limit:
-                found.append((start + k, ids))
-    return found
-
-
-def _dense(positions: Sequence[Sequence[tuple[int, torch.Tensor]]], length: int, vocab: int,
-           device: torch.device) -> torch.Tensor:
-    """A (rows, length, vocab) bool mask: True where a token is allowed (everywhere at unconstrained positions)."""
-    import torch
-
-    mask = torch.ones(len(positions), length, vocab, dtype=torch.bool)
-    for b, row in enumerate(positions):
-        for pos, ids in row:
-            if pos < length:
-                mask[b, pos] = False
-                mask[b, pos, ids] = True
-    return mask.to(device)
-
 
 def masked_logprobs(logits: torch.Tensor, tokens: torch.Tensor, allowed: torch.Tensor | None, *,
                     entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -175,8 +142,6 @@ def grpo_trainer_class(base: type | None = None) -> type:
             """``out`` (one row per episode, TRL's advantages) re-laid as one row per model turn."""
             import torch
 
-            from ._turn_rows import turn_batch
-
             turns = self.allowed_from.last_turn_rows
             if not turns:  # no model turn in the whole batch: its episode rows are all masked
                 return out
@@ -216,7 +181,7 @@ def grpo_trainer_class(base: type | None = None) -> type:
             if not positions or not any(positions) or len(positions) != rows:
                 return None
             vocab = self.model.get_output_embeddings().weight.size(0)
-            return _dense(positions, length, vocab, device)
+            return allowed_mask(positions, length, vocab, device)
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             self._allowed = inputs.get("allowed_mask")

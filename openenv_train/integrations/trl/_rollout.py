@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
-from ._constrained import constrained_positions
+from ._allowed import constrained_positions
 from ._turn_credit import TurnRewards, turn_credit
 from ._turn_rows import TurnRow, turn_rows
 

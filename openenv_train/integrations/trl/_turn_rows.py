@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...trace import TraceRow
+from ._allowed import AllowedTokens, allowed_mask
 
 if TYPE_CHECKING:
     import torch
-
-    from ._constrained import AllowedTokens
 
 __all__ = ["TurnRow", "turn_batch", "turn_rows"]
 
@@ -70,8 +69,6 @@ def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: in
     empty rows pad the row count to a multiple of ``multiple`` (the trainer splits a batch into that many)."""
     import torch
 
-    from ._constrained import _dense
-
     device = advantages.device
     extra = (-len(turns)) % multiple
     prompt_len = max(len(t.prompt_ids) for t in turns)
@@ -98,5 +95,5 @@ def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: in
                            "sampling_per_token_logps": logps.to(device)}
     positions = [t.allowed for t in turns] + [[] for _ in range(extra)]
     if any(positions):
-        out["allowed_mask"] = _dense(positions, length, vocab, device)
+        out["allowed_mask"] = allowed_mask(positions, length, vocab, device)
     return out

@@ -7,7 +7,7 @@ token (grouped-query heads packed as in ``pack_gqa``), so logits equal transform
 (tests compare logprobs with a teacher-forced forward pass). Any other architecture, attention implementation or
 a model with attention dropout in training mode takes transformers' forward (:func:`FastDecoder.build` returns
 None). A prompt's prefill runs through transformers' forward and its cache is copied into the static buffers,
-except where earlier tokens' keys and values are reused (:mod:`._prefix_cache`): then :meth:`FastDecoder.prefill`
+except where earlier tokens' keys and values are reused (:mod:`.prefix_cache`): then :meth:`FastDecoder.prefill`
 runs only the new tokens, with the same modules.
 """
 

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._errors import InvalidRequest
+from .._errors import InvalidRequest
 
 __all__ = ["TOOL_CALL_OPEN", "messages_extend", "normalise_message", "normalise_messages", "parse_tool_calls", "reply_message"]
 

@@ -1,7 +1,7 @@
 """A local backend's engine in a process of its own: the model decodes there, off the endpoint's GIL.
 
 The endpoint's process parses, renders and batches requests, streams and captures; each batch goes over a pipe
-to the engine process (:mod:`._engine_protocol`), which runs an :class:`~._engine_core.EngineCore`.
+to the engine process (:mod:`.protocol`), which runs an :class:`~.core.EngineCore`.
 
 - **Start.** Processes come from a forkserver (the endpoint's process has threads, so ``fork`` is unsafe) that
   has imported torch, transformers and the model's module once: a new engine starts in tens of milliseconds
@@ -39,8 +39,10 @@ from collections.abc import Callable, Iterator
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from ._engine_core import CoreSettings, EngineCore, PrefixStats
-from ._engine_protocol import (
+from .._errors import BackendFailed, EngineUnavailable
+from .core import CoreSettings, EngineCore, PrefixStats
+from .generation import Row, RowOutput
+from .protocol import (
     Batch,
     BatchInFlight,
     Cancel,
@@ -55,8 +57,6 @@ from ._engine_protocol import (
     Tokens,
     wire_rows,
 )
-from ._errors import BackendFailed, EngineUnavailable
-from ._generation import Row, RowOutput
 
 __all__ = ["ProcessEngine", "serve_engine"]
 
@@ -68,7 +68,7 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_bac
 log = logging.getLogger("openenv_train.policy")
 
 #: Modules the forkserver imports once, so that engines forked from it start without importing them.
-_PRELOAD = ["torch", "transformers", "openenv_train.policy._engine_process", "openenv_train.policy._llama_decode",
+_PRELOAD = ["torch", "transformers", "openenv_train.policy._engine.process", "openenv_train.policy._engine.llama_decode",
             "transformers.models.qwen2.modeling_qwen2", "transformers.models.llama.modeling_llama"]
 
 

@@ -4,9 +4,9 @@ Batches that arrive while others decode do not wait for them to end: those added
 prompts prefilled as one batch (prefix cache and shared prompts included), their keys and values move into the
 running decode's lanes, and from the next step on one forward pass serves every row. Every lane writes a step's
 token into the same slot (its earlier tokens end just before it, each lane starting where its own prompt does), so
-a step is the fast decoder's :meth:`~._llama_decode.FastDecoder.step` over all lanes, as for one batch; the lanes
+a step is the fast decoder's :meth:`~.llama_decode.FastDecoder.step` over all lanes, as for one batch; the lanes
 move left or right, all together, when a new prompt is longer than the slots before the current one or the buffer
-is full. Each group keeps its own sampling state (a :class:`~._generation._Batch`: seeds, draws, guides, stops,
+is full. Each group keeps its own sampling state (a :class:`~.generation._Batch`: seeds, draws, guides, stops,
 streams), so a seeded row samples what it would alone (but each group's sampling step is one more set of small
 tensor operations a step); rows are handed over as each ends, a batch as soon as its rows have, and a group's lanes
 are freed when its last row ends.
@@ -24,13 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._generation import Row, RowOutput, _Batch
-from ._prefix_cache import PrefixCache, weights_fingerprint
+from .generation import Row, RowOutput, _Batch
+from .prefix_cache import PrefixCache, weights_fingerprint
 
 if TYPE_CHECKING:
     import torch
 
-    from ._llama_decode import FastDecoder
+    from .llama_decode import FastDecoder
 
 __all__ = ["ContinuousDecode", "Ended"]
 
@@ -93,7 +93,7 @@ class ContinuousDecode:
     @staticmethod
     def supports(model: Any) -> bool:
         """Whether ``model`` decodes this way (the fast decoder reproduces it)."""
-        from ._llama_decode import FastDecoder
+        from .llama_decode import FastDecoder
 
         return FastDecoder.supports(model)
 
@@ -242,7 +242,7 @@ class ContinuousDecode:
         """Room for ``rows`` more lanes whose prompts are up to ``width`` tokens and which decode up to ``steps``
         tokens: a larger buffer, or the running lanes moved (all by the same number of slots) so that the current
         slot has ``width`` slots before it and the buffer ends after every lane's last step."""
-        from ._llama_decode import FastDecoder
+        from .llama_decode import FastDecoder
 
         old, used, now = self._lanes, len(self._starts), self._now
         low = min(self._starts, default=now)

@@ -1,5 +1,5 @@
 """The messages between a local backend and its engine process, and what each side keeps while a batch is in
-flight (no pipes, processes or clocks here: :mod:`._engine_process` moves the messages).
+flight (no pipes, processes or clocks here: :mod:`.process` moves the messages).
 
 Per batch, in order (several batches may be in flight to an engine with continuous batching)::
 
@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._engine_core import CoreSettings, PrefixStats
-from ._generation import Row, RowOutput, RowStream
-from ._guide import Guide
+from .core import CoreSettings, PrefixStats
+from .generation import Row, RowOutput, RowStream
+from .guide import Guide
 
 __all__ = ["Batch", "BatchInFlight", "Cancel", "Done", "EngineStreams", "Finished", "GuideRef", "GuideSender", "GuideStore",
            "Hello", "Setup", "Started", "Tokens", "wire_rows"]

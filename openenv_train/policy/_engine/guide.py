@@ -26,8 +26,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidRequest
-from ._types import Constraint
+from .._errors import InvalidRequest
+from .._types import Constraint
 
 if TYPE_CHECKING:
     import torch

@@ -14,10 +14,10 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._chat import ChatClient, ChatStream, ChatTransportError
-from ._errors import InvalidRequest, UpstreamFailed
-from ._streaming import DeltaFold
-from ._types import ChatChoice, ChatRequest, ChatResult, ChoiceDelta, StreamEvent, StreamStart
+from .._chat_client import ChatClient, ChatStream, ChatTransportError
+from .._errors import InvalidRequest, UpstreamFailed
+from .._stream_events import DeltaFold
+from .._types import ChatChoice, ChatRequest, ChatResult, ChoiceDelta, StreamEvent, StreamStart
 
 __all__ = ["UpstreamBackend", "UpstreamConfig"]
 

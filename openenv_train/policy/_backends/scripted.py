@@ -15,11 +15,11 @@ import dataclasses
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
-from ._constraints import CONSTRAINT_FIELDS
-from ._errors import InvalidRequest
-from ._messages import reply_message
-from ._streaming import stream_chat
-from ._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend, StreamEvent
+from .._errors import InvalidRequest
+from .._stream_events import stream_chat
+from .._types import ChatChoice, ChatRequest, ChatResult, PolicyBackend, StreamEvent
+from .._wire.constraint_fields import CONSTRAINT_FIELDS
+from .._wire.messages import reply_message
 
 __all__ = ["FixedSampling", "ScriptedBackend"]
 
@@ -96,7 +96,7 @@ class FixedSampling:
 
     def __init__(self, backend: PolicyBackend, *, constrained: bool = True, caller_may_set: Sequence[str] = (),
                  **overrides: Any) -> None:
-        from ._types import SamplingParams
+        from .._types import SamplingParams
 
         known = {f.name for f in dataclasses.fields(SamplingParams)}
         unknown = sorted(set(overrides) - known)

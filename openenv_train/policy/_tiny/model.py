@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ._char_tokenizer import build_char_tokenizer
-from ._chat_template import QWEN2_5_CHAT_TEMPLATE
+from .char_tokenizer import build_char_tokenizer
+from .chat_template import QWEN2_5_CHAT_TEMPLATE
 
 __all__ = ["TinyModelConfig", "build_tiny_model", "build_tiny_tokenizer", "teach_tiny_model"]
 

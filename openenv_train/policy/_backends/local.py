@@ -1,12 +1,12 @@
 """A policy backend that runs a transformers causal LM in this process, batching concurrent requests.
 
 Prompts are rendered with the model's chat template (tools included); completions come back with their exact
-token ids and logprobs (see :mod:`._generation` for which distribution), so every answer is training data.
-Requests may be constrained to a list of choices or a regex (:mod:`._guide`). A streamed request gets its
-tokens as the batch samples them (:mod:`._local_stream`), and its rows stop when its client leaves.
+token ids and logprobs (see :mod:`.._engine.generation` for which distribution), so every answer is training data.
+Requests may be constrained to a list of choices or a regex (:mod:`.._engine.guide`). A streamed request gets its
+tokens as the batch samples them (:mod:`.token_feed`), and its rows stop when its client leaves.
 
-This process renders, batches, streams and answers; the batches decode in an engine (:mod:`._engine_core`): by
-default, for a model on the CPU, in a process of its own (:mod:`._engine_process`), so decoding does not share
+This process renders, batches, streams and answers; the batches decode in an engine (:mod:`.._engine.core`): by
+default, for a model on the CPU, in a process of its own (:mod:`.._engine.process`), so decoding does not share
 the GIL with the endpoint's event loop or a trainer.
 """
 
@@ -26,19 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._batcher import Batcher
-from ._constraints import unsupported_locally
-from ._engine_core import DECODING as _DECODING  # noqa: F401  (its old home; tests reach it here)
-from ._engine_core import CoreSettings, EngineCore, PrefixStats, ThreadEngine
-from ._errors import ContextLengthExceeded, EngineUnavailable, InvalidRequest
-from ._local_stream import RowText, Sampled, TokenFeed
-from ._messages import reply_message
-from ._types import ChatChoice, ChatRequest, ChatResult, FinishReason, StreamEvent, StreamStart
+from .._engine.batcher import Batcher
+from .._engine.core import CoreSettings, EngineCore, PrefixStats, ThreadEngine
+from .._errors import ContextLengthExceeded, EngineUnavailable, InvalidRequest
+from .._types import ChatChoice, ChatRequest, ChatResult, FinishReason, StreamEvent, StreamStart
+from .._wire.constraint_fields import unsupported_locally
+from .._wire.messages import reply_message
+from .token_feed import RowText, Sampled, TokenFeed
 
 if TYPE_CHECKING:
     import torch
 
-    from ._prefix_cache import PrefixCache
+    from .._engine.prefix_cache import PrefixCache
 
 log = logging.getLogger("openenv_train.policy")
 
@@ -101,7 +100,7 @@ class LocalConfig:
     continuous: bool = False
     """Continuous batching (one engine process, a Qwen2/Llama model on the fast path): a batch joins the one
     decoding a few steps after it comes instead of waiting for it to end, and each request is answered when its own
-    rows end, not its batch's longest (:mod:`._continuous`). A seeded row samples the same tokens either way.
+    rows end, not its batch's longest (:mod:`.._engine.continuous`). A seeded row samples the same tokens either way.
     Measured on 2 cores (``benchmarks/mixed_lengths.py``, ``benchmarks/generation_throughput.py``): requests of 8,
     64 and 256 tokens at once, 1.2-1.3x the tokens/s and the short ones answered 5-13x sooner; requests of one
     length in lock step (the GRPO recipes' turns), 0.87-1.02x the tokens/s and up to 30% more engine CPU a token
@@ -236,7 +235,7 @@ class LocalBackend:
                                                    wait_fraction=self.config.batch_wait_fraction,
                                                    whole_batch_errors=(EngineUnavailable,))
         self.engine: Any = self._start_engine()
-        """Where batches decode: a :class:`~._engine_core.ThreadEngine` or a :class:`~._engine_process.ProcessEngine`
+        """Where batches decode: a :class:`~.._engine.core.ThreadEngine` or a :class:`~.._engine.process.ProcessEngine`
         (its ``pid``, ``starts`` and ``decoding`` say how the engine process is doing)."""
         weakref.finalize(self, self.engine.close)  # a backend dropped without aclose() stops its engine
 
@@ -251,11 +250,11 @@ class LocalBackend:
             kind = "process" if _device_type(model) == "cpu" else "thread"
         if kind == "thread":
             return ThreadEngine(EngineCore(model, self.tokenizer, settings))
-        from ._engine_process import ProcessEngine
+        from .._engine.process import ProcessEngine
 
         engine: Any = ProcessEngine(model, self.tokenizer, settings)
         if config.engines > 1:
-            from ._engine_shards import ShardedEngine
+            from .._engine.shards import ShardedEngine
 
             engine = ShardedEngine([engine, *(ProcessEngine(model, self.tokenizer, settings)
                                               for _ in range(config.engines - 1))], config.shard_rows)
@@ -322,7 +321,7 @@ class LocalBackend:
         return self._result(request, prepared, outputs, batch)
 
     async def stream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        """:meth:`chat`, as events: tokens are sent as they are sampled and decoded (see :mod:`._local_stream`);
+        """:meth:`chat`, as events: tokens are sent as they are sampled and decoded (see :mod:`.token_feed`);
         closing the stream early stops its rows at the next step.
 
         Raises:
@@ -366,7 +365,7 @@ class LocalBackend:
         Raises:
             InvalidRequest: an option this backend cannot honour, a template error, or a prompt too long.
         """
-        from ._generation import Row
+        from .._engine.generation import Row
 
         start = time.perf_counter()
         _check_supported(request)
@@ -400,7 +399,7 @@ class LocalBackend:
                                 "continued_from": prepared.continued, "batch_rows": batch.batch_rows,
                                 "timings": {"render_s": prepared.render_s, "queue_s": batch.queue_s,
                                             "generate_s": batch.generate_s}}
-        if request.constraint is not None:  # logprobs are of the masked distribution (see _generation)
+        if request.constraint is not None:  # logprobs are of the masked distribution (see _engine.generation)
             info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
         return ChatResult(self.model_id, choices, prepared.prompt, exact=True, sampling_used=used, info=info)
 
@@ -419,13 +418,13 @@ class LocalBackend:
         turns).
 
         A trainer uses them to compute the policy's logprobs under the same mask the turn was sampled from (the
-        captured logprobs are of that masked distribution, see :mod:`._generation`).
+        captured logprobs are of that masked distribution, see :mod:`.._engine.generation`).
         """
         with self._guided_lock:
             guide = self._guided.get(_turn_key(prompt_ids, completion_ids))
         if guide is None:
             return None
-        from ._guide import DONE
+        from .._engine.guide import DONE
 
         allowed, state = [], guide.start()
         for token in completion_ids:
@@ -440,7 +439,7 @@ class LocalBackend:
             return self.render(request)
 
     def _guide_locked(self, request: ChatRequest) -> Any:
-        from ._guide import GuideCache
+        from .._engine.guide import GuideCache
 
         assert request.constraint is not None
         with self._render_lock:

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ._messages import TOOL_CALL_OPEN
-from ._streaming import whole_delta
-from ._types import ChatChoice, ChoiceDelta
+from .._stream_events import whole_delta
+from .._types import ChatChoice, ChoiceDelta
+from .._wire.messages import TOOL_CALL_OPEN
 
 __all__ = ["RowText", "Sampled", "TokenFeed"]
 
@@ -31,7 +31,7 @@ Sampled = tuple[int, float, list[tuple[int, float]]]
 
 
 class _RowStream:
-    """The :class:`~._generation.RowStream` of one row of a feed."""
+    """The :class:`~.._engine.generation.RowStream` of one row of a feed."""
 
     def __init__(self, feed: TokenFeed, index: int) -> None:
         self.feed, self.index = feed, index

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..trace import CaptureStore, TrainingTurn, UnknownCaptureSession, build_turn
-from ._messages import messages_extend, normalise_messages
-from ._types import ChatRequest, ChatResult, Continuation
+from ...trace import CaptureStore, TrainingTurn, UnknownCaptureSession, build_turn
+from .._types import ChatRequest, ChatResult, Continuation
+from .._wire.messages import messages_extend, normalise_messages
 
 __all__ = ["SAMPLING_KEYS", "find_continuation", "turns_for"]
 

@@ -6,10 +6,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ._constraints import parse_constraint
-from ._errors import InvalidRequest
-from ._messages import normalise_messages
-from ._types import ChatRequest, ChatResult, SamplingParams
+from .._errors import InvalidRequest
+from .._types import ChatRequest, ChatResult, SamplingParams
+from .constraint_fields import parse_constraint
+from .messages import normalise_messages
 
 __all__ = ["completion_json", "parse_chat_request", "v1_url"]
 

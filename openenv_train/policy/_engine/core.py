@@ -2,7 +2,7 @@
 guides, the prefix cache and the decode settings (:class:`EngineCore`), and the in-thread engine over it.
 
 The same core runs in the backend's own process (:class:`ThreadEngine`, in the batcher's worker thread) or in an
-engine process of its own (:mod:`._engine_process`). A row that comes without its guide but with its constraint
+engine process of its own (:mod:`.process`). A row that comes without its guide but with its constraint
 (as rows sent to another process do) gets the guide built here, cached by constraint content.
 
 torch is imported when a batch runs, so importing this module is cheap.
@@ -18,10 +18,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ._continuous import ContinuousDecode, Ended
-from ._errors import PolicyError
-from ._generation import Row, RowOutput, generate_rows
-from ._prefix_cache import PrefixCache
+from .._errors import PolicyError
+from .continuous import ContinuousDecode, Ended
+from .generation import Row, RowOutput, generate_rows
+from .prefix_cache import PrefixCache
 
 __all__ = ["DECODING", "CoreSettings", "EngineCore", "PrefixStats", "ThreadEngine"]
 
@@ -43,7 +43,7 @@ class CoreSettings:
     switch_s: float = 0.0
     """Python's switch interval while a batch decodes (0: Python's setting)."""
     continuous: bool = False
-    """Let batches join a running decode (:mod:`._continuous`) where the model decodes on the fast path."""
+    """Let batches join a running decode (:mod:`.continuous`) where the model decodes on the fast path."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class EngineCore:
         Raises:
             InvalidRequest: the constraint cannot be enforced with this tokenizer.
         """
-        from ._guide import GuideCache
+        from .guide import GuideCache
 
         if self._guides is None:
             self._guides = GuideCache(self.tokenizer, self.settings.end_id)

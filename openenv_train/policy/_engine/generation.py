@@ -2,7 +2,7 @@
 
 Rows of one batch may differ in prompt length (left padding) and in every sampling parameter. Each row owns a
 ``torch.Generator`` seeded from its request, so a seeded row samples the same tokens whatever else shares its batch
-(and the same as ``torch.multinomial`` with that generator, step by step: :mod:`._sampling`). A step is a handful
+(and the same as ``torch.multinomial`` with that generator, step by step: :mod:`.sampling`). A step is a handful
 of tensor operations for the whole batch; rows with a constraint or stop strings do Python work per token, and
 sampled rows (temperature > 0) take their random draws from per-row buffers a helper thread fills steps ahead.
 
@@ -10,7 +10,7 @@ Logprobs are ``log_softmax(logits / temperature)`` of the token sampled (raw log
 before top-p/top-k filtering: what TRL recomputes in its loss (it divides the logits by the temperature and
 filters nothing), and what vLLM returns by default (``raw_logprobs``) at temperature 1.
 
-A row with a guide (constrained decoding, :mod:`._guide`) samples from the *masked* distribution: logits of
+A row with a guide (constrained decoding, :mod:`.guide`) samples from the *masked* distribution: logits of
 tokens the constraint forbids are set to -inf before the temperature, so its logprobs (returned, captured, and
 its top logprobs) are ``log_softmax(masked_logits / temperature)``, renormalised over the allowed tokens (a forced
 token has logprob 0). That is the distribution actually sampled, which vLLM's guided decoding also reports.
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._errors import BackendFailed, InvalidRequest, PolicyError
-from ._prefix_cache import CachedPrefix, PrefixCache, weights_fingerprint
-from ._sampling import BatchSampler
-from ._types import FinishReason, SamplingParams
+from .._errors import BackendFailed, InvalidRequest, PolicyError
+from .._types import FinishReason, SamplingParams
+from .prefix_cache import CachedPrefix, PrefixCache, weights_fingerprint
+from .sampling import BatchSampler
 
 if TYPE_CHECKING:
     import torch
 
-    from ._llama_decode import FastDecoder
+    from .llama_decode import FastDecoder
 
 __all__ = ["Row", "RowOutput", "RowStream", "generate_rows"]
 
@@ -61,7 +61,7 @@ class Row:
     seed: int
     stop_ids: frozenset[int]
     guide: Any = None
-    """A :class:`~._guide.Guide` restricting the tokens (constrained decoding), or None."""
+    """A :class:`~.guide.Guide` restricting the tokens (constrained decoding), or None."""
     stream: RowStream | None = None
     """Receives each token as it is sampled (a streamed request), or None."""
     constraint: Any = None
@@ -173,7 +173,7 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
     """Sample every row to its end (a stop token, a stop string or ``max_new`` tokens) in one left-padded batch.
 
     Args:
-        fast: Decode with :class:`~._llama_decode.FastDecoder` where it supports the model (else transformers' forward).
+        fast: Decode with :class:`~.llama_decode.FastDecoder` where it supports the model (else transformers' forward).
         prefix: Keys and values of earlier sequences: a row whose prompt starts with one prefills only the rest,
             and every row's prompt and completion are stored in it (fast decoding only).
         version: The policy version (e.g. the trainer's step): a new one drops ``prefix``'s entries.
@@ -185,7 +185,7 @@ def generate_rows(model: Any, tokenizer: Any, rows: list[Row], *, pad_id: int, f
     """
     import torch
 
-    from ._llama_decode import FastDecoder
+    from .llama_decode import FastDecoder
 
     # A trainer's model is in train mode; with gradient checkpointing on, transformers < 5.17 (Oumi's pin) drops the
     # KV cache in train mode. Sampling is done in eval mode (no dropout either), and the mode is restored after.
@@ -249,7 +249,7 @@ class _Batch:
         import torch
         from transformers import DynamicCache
 
-        from ._llama_decode import FastDecoder
+        from .llama_decode import FastDecoder
 
         rows, width, count = self.rows, self.width, len(self.rows)
         steps = self.steps if slots is None else slots - width

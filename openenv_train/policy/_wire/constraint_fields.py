@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._errors import InvalidRequest
-from ._types import Constraint
+from .._errors import InvalidRequest
+from .._types import Constraint
 
 __all__ = ["CONSTRAINT_FIELDS", "UNSUPPORTED_LOCALLY", "parse_constraint", "unsupported_locally"]
 

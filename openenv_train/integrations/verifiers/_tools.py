@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..server import AsgiApp, AsgiServer, ServerConfig
-from .verifiers import EpisodeResult, _plain, record_step
+from ...server import AsgiApp, AsgiServer, ServerConfig
+from ._episode import EpisodeResult, plain, record_step
 
 __all__ = ["ToolBridge", "ToolSession"]
 
@@ -62,7 +62,7 @@ class ToolSession:
             action = {"type": "call_tool", "tool_name": name, "arguments": arguments}
             result = await self.client.step(action)
             record_step(self.episode, action, result)
-            return json.dumps(_plain(result.observation), default=str)
+            return json.dumps(plain(result.observation), default=str)
 
 
 class ToolBridge:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import PolicyError
-from ._types import ChatRequest, ChatResult, ChoiceDelta, StreamStart
+from .._errors import PolicyError
+from .._types import ChatRequest, ChatResult, ChoiceDelta, StreamStart
 
 __all__ = ["ChunkWriter"]
 

@@ -5,7 +5,7 @@
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
-``"stream": true`` answers with server-sent events (:mod:`._openai_stream`); the turn recorded is the one the
+``"stream": true`` answers with server-sent events (:mod:`.._wire.openai_chunks`); the turn recorded is the one the
 same call without streaming records. The head is sent with the first token, so what fails before it (an engine
 that died holding the request: 503) is a plain HTTP error; after it, an error event. A client that leaves
 mid-stream stops the generation, and what it had been sent is recorded as a cut turn (``finish_reason="abort"``,
@@ -27,7 +27,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import (
+from ...core import (
     POLICY_TOKEN_ENV,
     bearer_of,
     loads,
@@ -35,16 +35,16 @@ from ..core import (
     token_matches,
     warn_if_exposed,
 )
-from ..http import SSE_DONE, HttpRequest, HttpResponse, HttpServer, HttpStream, sse_event
-from ..loops import EventLoopThread
-from ..trace import CaptureStore, UnknownCaptureSession, mask_secret
-from ._capture_turns import find_continuation, turns_for
-from ._chat import api_key_for
-from ._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
-from ._openai import completion_json, parse_chat_request
-from ._openai_stream import ChunkWriter
-from ._streaming import DeltaFold, stream_chat
-from ._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
+from ...http import SSE_DONE, HttpRequest, HttpResponse, HttpServer, HttpStream, sse_event
+from ...loops import EventLoopThread
+from ...trace import CaptureStore, UnknownCaptureSession, mask_secret
+from .._chat_client import api_key_for
+from .._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
+from .._stream_events import DeltaFold, stream_chat
+from .._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
+from .._wire.openai_chat import completion_json, parse_chat_request
+from .._wire.openai_chunks import ChunkWriter
+from .capture import find_continuation, turns_for
 
 __all__ = ["EndpointConfig", "PolicyServer"]
 

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ._engine_core import PrefixStats
-from ._engine_process import ProcessEngine
+from .core import PrefixStats
+from .process import ProcessEngine
 
 __all__ = ["ShardedEngine"]
 
 
 class ShardedEngine:
-    """Several :class:`~._engine_process.ProcessEngine` over the same shared-memory model.
+    """Several :class:`~.process.ProcessEngine` over the same shared-memory model.
 
     Args:
         engines: The engines (started or not); the first also takes every batch narrower than ``min_rows``.

@@ -16,7 +16,7 @@ only ever used by one thread at a time, in order, so its values do not change). 
 row and step, as before.
 
 Logprobs are ``log_softmax(logits / temperature)`` of the token chosen (raw logits at temperature 0), before
-top-p/top-k filtering and after a constraint's mask (see :mod:`._generation`). A temperature below
+top-p/top-k filtering and after a constraint's mask (see :mod:`.generation`). A temperature below
 :data:`GREEDY_BELOW` decodes as temperature 0 does, as vLLM treats it: dividing float32 logits by it overflows.
 """
 
@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._types import SamplingParams
+from .._types import SamplingParams
 
 if TYPE_CHECKING:
     import torch

@@ -2,7 +2,7 @@
 
 Nothing here imports verifiers: the task and agents it is handed are verifiers' own objects, used by their
 documented v1 surface (``agents.player.interaction(task)``, ``interaction.turn``, ``trace.record_reward``,
-``harness.SUPPORTS_MCP``). Native tool calls (action ``tool_call``) go through :mod:`._verifiers_tools`.
+``harness.SUPPORTS_MCP``). Native tool calls (action ``tool_call``) go through :mod:`._tools`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import asyncio
 import json
 from typing import Any
 
-from ..client import Endpoint, GenericEnvClient, MCPToolClient
-from ..launch import LocalProcessProvider
-from ..pool import is_url
-from ._verifiers_tools import ToolBridge, ToolSession
+from ...client import Endpoint, GenericEnvClient, MCPToolClient
+from ...launch import LocalProcessProvider
+from ...pool import is_url
+from ._episode import play_episode, render
+from ._errors import VerifiersError
+from ._tools import ToolBridge, ToolSession
 
 __all__ = ["OpenEnvTrainRunner", "tool_preamble"]
 
@@ -74,8 +76,6 @@ class OpenEnvTrainRunner:
 
     async def _play_text(self, task: Any, agents: Any, client: Any, kind: str) -> tuple[Any, Any]:
         """Each user turn an observation, each reply (text) one action."""
-        from .verifiers import play_episode
-
         data = task.data
         preamble = tool_preamble(await client.list_tools()) if kind == "tool" else None
         async with agents.player.interaction(task) as interaction:
@@ -94,8 +94,6 @@ class OpenEnvTrainRunner:
 
     async def _play_tools(self, task: Any, agents: Any, client: Any, kind: str) -> tuple[Any, Any]:
         """The reset observation is the one user turn; the harness runs the model's tool calls on ``client``."""
-        from .verifiers import render
-
         data = task.data
         result = await client.reset(**data.reset, seed=data.seed)
         session = ToolSession(client, await client.list_tools(), data.max_turns)
@@ -124,8 +122,6 @@ def _kind(data: Any, player: Any) -> str:
         return str(data.action)
     if data.fallback:
         return str(data.fallback)
-    from .verifiers import VerifiersError
-
     raise VerifiersError(f"action tool_call offers the env's tools over MCP, and harness "
                          f"{player.harness.config.id!r} does not support MCP tools: run a harness that does "
                          "(--env.player.harness.id null), or pass --env.taskset.action tool (tools as JSON text)")
