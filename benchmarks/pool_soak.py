@@ -7,12 +7,13 @@ Modes (each plays Wordle episodes with the expert solver until its kills are don
   shard flushed but not reported.
 - ``driver``: ``write="driver"``; actors killed mid-way through a call and after playing a call's episodes,
   before answering.
-- ``fleet``: a fleet of ``openenv-train serve`` processes; every ``--every`` rows one server is SIGKILLed by pid
-  and started again on its port.
-- ``raylet``: the 3-node loopback cluster of ``tests/pool/loopback_cluster.py`` (head + 2 workers); every
-  ``--every`` rows the raylet of a worker node that hosts an actor is SIGKILLed and a new worker node started.
+- ``fleet``: a fleet of ``openenv-train serve`` processes; one server SIGKILLed by pid and started again on its
+  port.
+- ``raylet``: the 3-node loopback cluster of ``tests/pool/loopback_cluster.py`` (head + 2 workers); the raylet
+  of a worker node that hosts an actor SIGKILLed and a new worker node started.
 
-A kill is triggered by the pool's progress (a point in the code, or rows yielded), never by the clock. The
+A kill is triggered by the pool's progress (every ``--every`` rows a fault token is laid or a process killed;
+a token kills the next actor that reaches its point in the code), never by the clock. The
 report: episodes submitted, rows yielded, rows stored, lost (submitted, not stored, or yielded and not stored)
 and duplicated (an episode stored twice), kills done, wall time.
 
@@ -64,29 +65,6 @@ def specs(stop: threading.Event) -> Iterator[EpisodeSpec]:
         yield from make_groups([task], num_generations=2, prefix=f"t{task}g")
 
 
-class Armer(threading.Thread):
-    """Keeps ``live`` fault tokens laid (cycling through ``points``) until ``kills`` of them have been taken."""
-
-    def __init__(self, folder: Path, points: list[str], kills: int, live: int) -> None:
-        super().__init__(daemon=True)
-        self.folder, self.points, self.kills, self.live = folder, itertools.cycle(points), kills, live
-        self.laid = 0
-        self.done = threading.Event()
-        self.finished = threading.Event()  # the run is over: stop laying
-
-    @property
-    def taken(self) -> int:
-        return self.laid - len(list(self.folder.iterdir()))
-
-    def run(self) -> None:
-        while self.taken < self.kills and not self.finished.is_set():
-            while self.laid - self.taken < min(self.live, self.kills - self.taken):
-                arm_fault(self.folder, next(self.points))
-                self.laid += 1
-            time.sleep(0.05)  # polls the folder: the kills themselves happen where the code reaches a point
-        self.done.set()
-
-
 def count(run_dir: Path, yielded: list[str], submitted: set[str]) -> dict[str, int]:
     stored = collections.Counter(r.episode_id for r in read_traces(run_dir))
     return {"submitted": len(submitted), "yielded": len(yielded), "stored": sum(stored.values()),
@@ -115,7 +93,7 @@ def drive(pool: RolloutPool, stop: threading.Event, after_row: Callable[[int], N
     return yielded, submitted
 
 
-def fault_mode(mode: str, kills: int, work: Path, num_actors: int) -> dict[str, Any]:
+def fault_mode(mode: str, kills: int, every: int, work: Path, num_actors: int) -> dict[str, Any]:
     import ray
 
     from openenv_train.pool import start_private_ray
@@ -123,25 +101,29 @@ def fault_mode(mode: str, kills: int, work: Path, num_actors: int) -> dict[str, 
     folder = work / "faults"
     folder.mkdir()
     os.environ[FAULTS_ENV] = str(folder)  # before Ray starts: the workers inherit it
+    points, laid, stop = itertools.cycle(POINTS[mode]), [0], threading.Event()
+
+    def taken() -> int:
+        return laid[0] - len(list(folder.iterdir()))
+
+    def after_row(n: int) -> None:
+        if n % every == 0 and laid[0] < kills:  # one token per ``every`` rows; an actor dies where it takes it
+            arm_fault(folder, next(points))
+            laid[0] += 1
+        if taken() >= kills:
+            stop.set()
+
     start_private_ray(2, log_to_driver=False)
-    armer = Armer(folder, POINTS[mode], kills, live=max(1, num_actors // 2))
     try:
         with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
                 "wordle", policy, num_actors=num_actors, sessions_per_actor=4, max_retries=10_000,
                 max_restarts=100_000, retry_backoff_s=0.05, max_queued=16, writer=writer, write=mode) as pool:
-            armer.start()
-            yielded, submitted = drive(pool, armer.done)
+            yielded, submitted = drive(pool, stop, after_row)
             metrics = pool.metrics.summary()
     finally:
-        armer.finished.set()
-        if armer.is_alive():
-            armer.join()
         del os.environ[FAULTS_ENV]
         ray.shutdown()
-    kills_done = armer.taken
-    for token in folder.iterdir():  # laid while the pool drained, never taken
-        token.unlink()
-    return {**count(work / "run", yielded, submitted), "kills": kills_done,
+    return {**count(work / "run", yielded, submitted), "kills": taken(),
             "actor_failures": metrics["actor_failures"], "retries": metrics["retries"]}
 
 
@@ -252,7 +234,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mode", choices=["actors", "driver", "fleet", "raylet"], required=True)
     parser.add_argument("--kills", type=int, default=200, help="Kills to make (actors, servers or raylets).")
-    parser.add_argument("--every", type=int, default=8, help="fleet and raylet: rows between kills.")
+    parser.add_argument("--every", type=int, default=2, help="Rows between kills (actors and driver: between "
+                        "fault tokens laid; each is taken by the next actor that reaches its point).")
     parser.add_argument("--actors", type=int, default=4, help="Ray actors (actors, driver and fleet modes).")
     parser.add_argument("--json", type=Path, help="Also write the report here.")
     args = parser.parse_args()
@@ -260,7 +243,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pool-soak") as tmp:
         work = Path(tmp)
         if args.mode in POINTS:
-            report = fault_mode(args.mode, args.kills, work, args.actors)
+            report = fault_mode(args.mode, args.kills, args.every, work, args.actors)
         elif args.mode == "fleet":
             report = fleet_mode(args.kills, args.every, work, args.actors)
         else:
