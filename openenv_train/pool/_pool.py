@@ -1,8 +1,9 @@
 """RolloutPool: dispatch episodes to Ray actors' free slots, retry what infrastructure broke, stream rows.
 
-Exactly-once: an episode settles once (the first final outcome of its current attempt; late results of
-superseded attempts are dropped) and is written once (the TraceWriter also refuses a second row of the same
-``(run_id, episode_id)``, and a resumed run skips written episodes).
+Exactly-once, keyed by ``(run_id, episode_id)``: an episode settles once (the first final outcome of its current
+attempt; late results of superseded attempts are dropped) and is written once (the TraceWriter also refuses a
+second row of the same ``(run_id, episode_id)``, and a resumed run skips written episodes); a row is yielded only
+once its writer holds it. The promise in users' words is in the rollouts guide.
 """
 
 from __future__ import annotations
@@ -395,7 +396,8 @@ class RolloutPool:
         return written + self._replay(missing)
 
     def _replay(self, lost: list[tuple[Job, TraceRow]]) -> list[TraceRow]:
-        """Episodes accepted on an actor that died before their rows reached a shard: play them again."""
+        """Accepted episodes whose rows never reached the run (their actor died holding them, or a reported shard
+        lacked them): play them again."""
         for job, row in lost:
             self._settled.discard(job.spec.episode_id)
             self.metrics.episodes -= 1
