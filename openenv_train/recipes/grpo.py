@@ -31,13 +31,13 @@ from rich.console import Console
 from ..pool import PoolConfig
 from ._config import config_to_dict, load_run_config
 from ._env_agent import HISTORIES, ActionAgent
-from ._grpo import GRPOSection, train_grpo
+from ._grpo_phase import GRPOSection, train_grpo
 from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import Games, GamesFailed, sandbox_setting
+from ._sections import OutputSection, recipe_pool
 from ._stats import paired_difference
 from ._training import ModelSection, load_model, quiet_libraries
-from ._wordle_config import recipe_pool
 
 __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
 
@@ -89,15 +89,6 @@ class EvalSection:
     """First held-out reset seed; GRPO trains on seeds below it."""
     bootstrap_resamples: int = 2000
     """Resamples of the bootstrap intervals."""
-
-
-@dataclass
-class OutputSection:
-    """Where the run is written."""
-
-    dir: str = "runs"
-    name: str | None = None
-    """Run folder name; null: ``grpo-<env>``."""
 
 
 def _default_grpo() -> GRPOSection:
