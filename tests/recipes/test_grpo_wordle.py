@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.launch import LocalProcessProvider
@@ -184,3 +185,10 @@ def test_the_config_file_holds_the_embedded_defaults() -> None:
 
     assert config_to_dict(load_config(GrpoWordleConfig, str(ROOT / "configs" / "grpo_wordle.yaml"), [])) == \
         config_to_dict(GrpoWordleConfig())
+    # and lists every option (the pool section: the recipe's own values; PoolConfig's other fields are its defaults)
+    written = yaml.safe_load((ROOT / "configs" / "grpo_wordle.yaml").read_text())
+    defaults = config_to_dict(GrpoWordleConfig())
+    assert written.keys() == defaults.keys()
+    for name, section in defaults.items():
+        if isinstance(section, dict) and name != "pool":
+            assert written[name].keys() == section.keys(), name
