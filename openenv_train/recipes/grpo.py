@@ -97,9 +97,8 @@ def _default_grpo() -> GRPOSection:
     # board the policy still fell onto one move (a move preferred whatever the board makes every game of a seed end
     # alike: no advantage left to learn from): Adam's first step at 2e-4 took the move entropy from 0.43 to 0.14,
     # so the rate warms up; and an entropy bonus pulls a collapsing policy back (docs/results.md)
-    return GRPOSection(budget_s=420.0, steps=400, prompts_per_step=8, num_generations=8, learning_rate=2e-4,
-                       warmup_steps=10, beta=0.1, entropy_coef=0.05, max_completion_length=1024, per_turn_tokens=4,
-                       save_steps=20)
+    return GRPOSection(budget_s=420.0, steps=400, learning_rate=2e-4, warmup_steps=10, beta=0.1, entropy_coef=0.05,
+                       max_completion_length=1024, per_turn_tokens=4, save_steps=20)
 
 
 @dataclass
