@@ -13,6 +13,7 @@ PACKAGES = ["openenv_train.core", "openenv_train.server", "openenv_train.client"
             "openenv_train.rubrics", "openenv_train.evals", "openenv_train.integrations",
             "openenv_train.integrations.trl", "openenv_train.integrations.skyrl", "openenv_train.integrations.art",
             "openenv_train.integrations.miles",
+            "openenv_train.recipes", "openenv_train.recipes.wordle",
             "openenv_train.web", "openenv_train.cli"]
 
 

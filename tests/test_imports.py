@@ -191,15 +191,6 @@ def test_no_circles_between_packages() -> None:
 
 
 # -- loops between files, counting imports inside functions ------------------------------------------------------
-#: Run-time loops still to break, in recipes/ (the module-level cycle test above misses them: one side imports
-#: inside a function). Delete an entry with the change that breaks its loop; add none.
-LOOPS_TO_REMOVE = {
-    # recipes/_env_agent imports eval inside a function, and eval imports _env_agent
-    frozenset({"openenv_train.recipes._env_agent", "openenv_train.recipes.eval"}),
-    # _grpo imports _rollout_setup, which imports _wordle_config, which imports _grpo inside a function
-    frozenset({"openenv_train.recipes._grpo", "openenv_train.recipes._rollout_setup",
-               "openenv_train.recipes._wordle_config"}),
-}
 
 
 def _runtime_imports(importer: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -243,7 +234,7 @@ def _runtime_loops(modules: dict[str, Path]) -> set[frozenset[str]]:
 
 
 def test_no_two_files_import_each_other_at_run_time() -> None:
-    loops = sorted(sorted(loop) for loop in _runtime_loops(_modules()) - LOOPS_TO_REMOVE)
+    loops = sorted(sorted(loop) for loop in _runtime_loops(_modules()))
     assert not loops, ("modules that import each other when they run (counting imports inside functions; move "
                        "the shared piece down into a module both import):\n"
                        + "\n".join(" <-> ".join(loop) for loop in loops))

@@ -80,3 +80,20 @@ def test_names_that_did_not_move_stay_silent_and_unknown_names_fail() -> None:
         assert harbor.TaskError.__mro__[1] is harbor.HarborError
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
         harbor.NoSuchName  # noqa: B018
+
+
+@pytest.mark.parametrize(("old", "new"), [("GRPOSection", "WordleGRPOSection"), ("EvalSection", "WordleEvalSection")])
+def test_the_wordle_recipes_renamed_sections_import_by_their_old_names_with_a_warning(old: str, new: str) -> None:
+    import openenv_train.recipes.grpo_wordle as recipe
+    import openenv_train.recipes.wordle as wordle
+
+    with pytest.warns(OpenEnvTrainDeprecationWarning) as caught:
+        value = getattr(recipe, old)
+    assert value is getattr(wordle, new)
+    message = str(caught[0].message)
+    assert f"grpo_wordle.{old} is now openenv_train.recipes.wordle.{new}" in message and REMOVED_IN in message
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the recipe's other names stay where they were, silently
+        assert recipe.GrpoWordleConfig is wordle.GrpoWordleConfig and recipe.WordleAgent is wordle.WordleAgent
+        assert recipe.TeacherSection is wordle.TeacherSection and recipe.EnvSection is wordle.EnvSection

@@ -23,7 +23,8 @@ def list_recipes() -> list[str]:
     """
     from .. import recipes
 
-    return sorted(m.name for m in pkgutil.iter_modules(recipes.__path__) if not m.name.startswith("_"))
+    # subpackages (recipes.wordle) are the recipes' libraries, not recipes
+    return sorted(m.name for m in pkgutil.iter_modules(recipes.__path__) if not m.name.startswith("_") and not m.ispkg)
 
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})

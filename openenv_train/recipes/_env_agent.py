@@ -11,10 +11,11 @@ envs, the text itself for text envs.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["HISTORIES", "ActionAgent", "observation_text"]
+__all__ = ["HISTORIES", "ActionAgent", "json_action", "observation_text"]
 
 #: What each prompt holds (:class:`ActionAgent`'s ``history``).
 HISTORIES = ("all", "current")
@@ -22,6 +23,25 @@ HISTORIES = ("all", "current")
 TEXT_FIELDS = ("info_string", "text", "prompt", "board")
 #: Fields left out of the JSON rendering: bookkeeping, not what a player sees.
 _SKIPPED = {"done", "reward", "metadata", "legal_actions", "info_state", "game_phase", "current_player_id"}
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def json_action(text: str) -> dict[str, Any]:
+    """A typed env's action from a reply: its JSON object, else the text as ``message``.
+
+    >>> json_action('move: {"direction": "up"}'), json_action("hello")
+    ({'direction': 'up'}, {'message': 'hello'})
+    """
+    found = _OBJECT.search(text)
+    if found:
+        try:
+            value = json.loads(found.group(0))
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {"message": text}
 
 
 def _fields(observation: Any) -> Mapping[str, Any]:
@@ -65,8 +85,6 @@ class ActionAgent:
 
     def __init__(self, parser: Callable[[str], Any] | None = None, *, constrained: bool = True,
                  system_prompt: str | None = None, history: str = "all") -> None:
-        from .eval import json_action
-
         if history not in HISTORIES:
             raise ValueError(f"history must be one of {', '.join(HISTORIES)}, got {history!r}")
         self.parser = parser or json_action

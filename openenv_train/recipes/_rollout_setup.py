@@ -5,17 +5,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
 from ..core import OpenEnvTrainError
 
-if TYPE_CHECKING:
-    from ._wordle_config import GrpoWordleConfig
-
-
-__all__ = ["Games", "GamesFailed", "WordleGames", "check_games", "sandbox_setting"]
+__all__ = ["Games", "GamesFailed", "check_games", "sandbox_setting"]
 
 console = Console()
 
@@ -75,24 +71,6 @@ class Games:
     def close(self) -> None:
         """Stop the pool, the policy endpoint and the writer (each even when an earlier one fails)."""
         self._stack.close()
-
-
-class WordleGames(Games):
-    """:class:`Games` of the Wordle recipe: its agent and pool settings; episodes named by secret word."""
-
-    def __init__(self, cfg: GrpoWordleConfig, out: Path) -> None:
-        from ._wordle import WordleAgent
-
-        super().__init__(cfg.env.url or "wordle", WordleAgent(cfg.constrained, cfg.env.system_prompt, cfg.branch_plan(),
-                                                             cfg.order),
-                         cfg.pool_config(sandbox=sandbox_setting(cfg.env.sandbox, cfg.env.url)), out)
-
-    def play(self, backend: Any, words: Sequence[str], prefix: str) -> list[Any]:
-        """One game per secret, with ``backend`` answering; rows in the order of ``words``."""
-        from ..pool import EpisodeSpec
-
-        return self.play_specs(backend, [EpisodeSpec(f"{prefix}-{i:04d}", {"task": word}, i, f"{prefix}-{i:04d}")
-                                         for i, word in enumerate(words)])
 
 
 class GamesFailed(OpenEnvTrainError, RuntimeError):

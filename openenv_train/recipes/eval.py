@@ -11,15 +11,13 @@ compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.js
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._config import config_from_argv, config_to_dict
-from ._env_agent import HISTORIES, ActionAgent
+from ._env_agent import HISTORIES, ActionAgent, json_action
 from ._report import phase_summary, write_summary
 
 __all__ = ["AGENTS", "EvalConfig", "json_action", "main", "run"]
@@ -77,26 +75,6 @@ class EvalConfig:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
-def json_action(text: str) -> dict[str, Any]:
-    """A typed env's action from a reply: its JSON object, else the text as ``message``.
-
-    >>> json_action('move: {"direction": "up"}'), json_action("hello")
-    ({'direction': 'up'}, {'message': 'hello'})
-    """
-    found = _OBJECT.search(text)
-    if found:
-        try:
-            value = json.loads(found.group(0))
-        except ValueError:
-            value = None
-        if isinstance(value, dict):
-            return value
-    return {"message": text}
-
-
 def _agent_kind(cfg: EvalConfig) -> str:
     if cfg.agent != "auto":
         return cfg.agent
@@ -112,7 +90,7 @@ def _agent_kind(cfg: EvalConfig) -> str:
 
 def _agent(kind: str, cfg: EvalConfig) -> Any:
     from ..pool import TextAgent, ToolAgent
-    from ._wordle import WordleAgent
+    from .wordle import WordleAgent
 
     if kind == "wordle":
         return WordleAgent(cfg.constrained, order=cfg.order)
@@ -136,7 +114,7 @@ def _backend(model: str) -> Any:
 def _episode_tasks(cfg: EvalConfig, kind: str) -> list[dict[str, Any]]:
     if kind != "wordle":
         return [dict(cfg.options) for _ in range(cfg.episodes)]
-    from ._wordle_config import GrpoWordleConfig
+    from .wordle import GrpoWordleConfig
 
     recipe = GrpoWordleConfig(seed=cfg.seed)
     recipe.eval.words = cfg.episodes
@@ -149,11 +127,11 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     from ..policy import FixedSampling, captured_policy
     from ..pool import EpisodeSpec, PoolConfig, RolloutPool
     from ..trace import TraceWriter
-    from ._wordle import ANY_ORDER_TOKENS, game_metrics
+    from .wordle import ANY_ORDER_TOKENS, WordleGRPOSection, game_metrics
 
     out = Path(cfg.output_dir) / cfg.name
     kind = _agent_kind(cfg)
-    wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else 8
+    wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else WordleGRPOSection.per_turn_tokens
     tokens = cfg.per_turn_tokens or (wordle_tokens if kind == "wordle" else 64)
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
                             constrained=cfg.constrained)

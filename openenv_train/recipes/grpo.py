@@ -31,13 +31,13 @@ from rich.console import Console
 from ..pool import PoolConfig
 from ._config import config_to_dict, load_run_config
 from ._env_agent import HISTORIES, ActionAgent
-from ._grpo import GRPOSection, train_grpo
+from ._grpo_phase import GRPOSection, train_grpo
 from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import Games, GamesFailed, sandbox_setting
+from ._sections import OutputSection, recipe_pool
 from ._stats import paired_difference
 from ._training import ModelSection, load_model, quiet_libraries
-from ._wordle_config import recipe_pool
 
 __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
 
@@ -91,24 +91,14 @@ class EvalSection:
     """Resamples of the bootstrap intervals."""
 
 
-@dataclass
-class OutputSection:
-    """Where the run is written."""
-
-    dir: str = "runs"
-    name: str | None = None
-    """Run folder name; null: ``grpo-<env>``."""
-
-
 def _default_grpo() -> GRPOSection:
     # A KL term to the starting policy: without it, catch on a 5x5 board collapsed onto one move sequence before
     # it learned to read the board (every group's rewards equal within ten steps, even at 3e-5). On catch's 10-row
     # board the policy still fell onto one move (a move preferred whatever the board makes every game of a seed end
     # alike: no advantage left to learn from): Adam's first step at 2e-4 took the move entropy from 0.43 to 0.14,
     # so the rate warms up; and an entropy bonus pulls a collapsing policy back (docs/results.md)
-    return GRPOSection(budget_s=420.0, steps=400, prompts_per_step=8, num_generations=8, learning_rate=2e-4,
-                       warmup_steps=10, beta=0.1, entropy_coef=0.05, max_completion_length=1024, per_turn_tokens=4,
-                       save_steps=20)
+    return GRPOSection(budget_s=420.0, steps=400, learning_rate=2e-4, warmup_steps=10, beta=0.1, entropy_coef=0.05,
+                       max_completion_length=1024, per_turn_tokens=4, save_steps=20)
 
 
 @dataclass

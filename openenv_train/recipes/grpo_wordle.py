@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import time
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -27,28 +28,55 @@ from typing import Any
 
 from rich.console import Console
 
+from ..core import REMOVED_IN, OpenEnvTrainDeprecationWarning
+from ..pool import PoolConfig
 from ._config import load_run_config
-from ._coverage import unseen_held_out
-from ._grpo import train_grpo
+from ._grpo_phase import train_grpo
 from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
-from ._rollout_setup import GamesFailed, WordleGames
+from ._rollout_setup import GamesFailed
+from ._sections import OutputSection, recipe_pool
 from ._training import load_model, quiet_libraries, train_sft_in_budget
-from ._wordle import WordleAgent, consistency_turn_rewards, explored_turns, game_metrics
-from ._wordle_config import (
+from .wordle import (
     REWARD_RUBRIC,
     EnvSection,
-    EvalSection,
-    GRPOSection,
     GrpoWordleConfig,
-    OutputSection,
-    PoolSection,
     TeacherSection,
-    recipe_pool,
+    WordleAgent,
+    WordleEvalSection,
+    WordleGames,
+    WordleGRPOSection,
+    consistency_turn_rewards,
+    explored_turns,
+    game_metrics,
+    teacher_dataset,
+    unseen_held_out,
 )
 
-__all__ = ["EnvSection", "EvalSection", "GRPOSection", "GamesFailed", "GrpoWordleConfig", "OutputSection",
-           "PoolSection", "TeacherSection", "WordleAgent", "main", "recipe_pool", "run"]
+__all__ = ["EnvSection", "GamesFailed", "GrpoWordleConfig", "OutputSection", "PoolSection", "TeacherSection",
+           "WordleAgent", "WordleEvalSection", "WordleGRPOSection", "main", "recipe_pool", "run"]
+
+#: Former names of the Wordle sections here, before the shared GRPO section and the general recipe's
+#: ``EvalSection`` kept the plain names.
+_RENAMED = {"GRPOSection": "WordleGRPOSection", "EvalSection": "WordleEvalSection"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = _RENAMED[name]
+    warnings.warn(f"{__name__}.{name} is now openenv_train.recipes.wordle.{new}; import it from there ({__name__}."
+                  f"{name} goes away in openenv-train {REMOVED_IN})", OpenEnvTrainDeprecationWarning, stacklevel=2)
+    return globals()[new]
+
+
+def PoolSection(**fields: Any) -> PoolConfig:  # noqa: N802 (the section's former class name)
+    """Deprecated: the ``pool`` section is a :class:`~openenv_train.pool.PoolConfig`; use :func:`recipe_pool`."""
+    warnings.warn("PoolSection is deprecated and will be removed in the next release: the pool section is a "
+                  "PoolConfig; use recipe_pool(**fields) for one with the recipe's defaults", OpenEnvTrainDeprecationWarning,
+                  stacklevel=2)
+    return recipe_pool(**fields)
+
 
 console = Console()
 logger = logging.getLogger(__name__)
@@ -58,7 +86,7 @@ LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO",
 
 def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
     """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
-    out = Path(cfg.output.dir) / cfg.output.name
+    out = Path(cfg.output.dir) / cfg.run_name
     rec = RecipeRun.open(out, cfg.as_dict(), resume=resume, console=console, phases=7)
     held, sft_words, grpo_words = cfg.secret_splits()
     started = time.perf_counter()
@@ -129,7 +157,6 @@ def _sft(model: Any, tokenizer: Any, secrets: Sequence[str], cfg: GrpoWordleConf
     """SFT on teacher games: a fixed opening, then random answer words consistent with all marks so far (valid
     words once no answer fits)."""
     from ..envs.wordle import answers
-    from ._distill import teacher_dataset
 
     start = time.perf_counter()
     dataset, collator, trainer_class = teacher_dataset(

@@ -10,8 +10,7 @@ import pytest
 
 from openenv_train.integrations.trl import field_reward, grpo_trainer_class, make_rollout_func, masked_logprobs
 from openenv_train.pool import PoolConfig
-from openenv_train.recipes._wordle import game_metrics, render_turn
-from openenv_train.recipes.grpo_wordle import WordleAgent
+from openenv_train.recipes.wordle import WordleAgent, game_metrics, render_turn
 
 pytest.importorskip("trl", reason="trl is not installed")
 

@@ -10,8 +10,7 @@ import pytest
 
 from openenv_train.integrations.trl import field_reward, grpo_trainer_class, make_rollout_func, turn_advantages
 from openenv_train.pool import PoolConfig
-from openenv_train.recipes._wordle import consistency_turn_rewards, game_metrics
-from openenv_train.recipes.grpo_wordle import WordleAgent
+from openenv_train.recipes.wordle import WordleAgent, consistency_turn_rewards, game_metrics
 
 pytest.importorskip("trl", reason="trl is not installed")
 
@@ -120,7 +119,7 @@ def test_the_trainer_adds_each_turns_advantage_to_its_tokens(tmp_path: Path) -> 
 def test_branching_groups_credit_only_the_explored_move_against_the_greedy_game(tmp_path: Path) -> None:
     import torch
 
-    from openenv_train.recipes._wordle import BranchPlan, explored_turns
+    from openenv_train.recipes.wordle import BranchPlan, explored_turns
 
     plan = BranchPlan(first=1, moves=3)  # game 0 greedy; games 1, 2, 3 sample move 1, 2, 1
     rollout, adv, mask = _one_step(tmp_path, WordleAgent(constrained=True, branch=plan), explored_turns(plan), seed=5,

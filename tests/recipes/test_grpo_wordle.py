@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.launch import LocalProcessProvider
-from openenv_train.recipes.grpo_wordle import EvalSection, GRPOSection, GrpoWordleConfig
+from openenv_train.recipes.wordle import GrpoWordleConfig, WordleEvalSection, WordleGRPOSection
 from openenv_train.trace import read_traces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def gated_wordle(tmp_path: Path) -> Any:
     """A Wordle server whose GRPO games after the first 8 (2 steps x 2 prompts x 2 generations) wait at a gate."""
     gate = tmp_path / "gate"
     gate.mkdir()
-    held = GrpoWordleConfig(eval=EvalSection(words=8)).secret_splits()[0]
+    held = GrpoWordleConfig(eval=WordleEvalSection(words=8)).secret_splits()[0]
     (gate / "held.json").write_text(json.dumps(held))
     (gate / "limit").write_text("8")
     provider = LocalProcessProvider("tests.recipes._gated_wordle:GatedWordle",
@@ -95,7 +96,7 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     assert all(t.completion_token_ids and len(t.per_token_logps) == len(t.completion_token_ids)
                for r in grpo for t in r.trace.turns)
     assert sorted({r.policy.version for r in grpo}) == [0, 1, 2, 3]
-    held = set(GrpoWordleConfig(eval=EvalSection(words=8)).secret_splits()[0])
+    held = set(GrpoWordleConfig(eval=WordleEvalSection(words=8)).secret_splits()[0])
     assert {r.task.get("task") for r in grpo}.isdisjoint(held)  # a held-out word is never a training secret
     # every constrained reply (every phase but the unconstrained evaluation) is a valid guess not made before
     for row in rows:
@@ -174,7 +175,7 @@ def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="grpo.per_turn_tokens=11 or more"):
         GrpoWordleConfig(order="any")
     with pytest.raises(ValueError, match="vLLM does not enforce it"):
-        GrpoWordleConfig(order="any", grpo=GRPOSection(per_turn_tokens=12, use_vllm=True))
+        GrpoWordleConfig(order="any", grpo=WordleGRPOSection(per_turn_tokens=12, use_vllm=True))
     with pytest.raises(ValueError, match="order must be one of given, any"):
         GrpoWordleConfig(order="random")
 
@@ -184,3 +185,10 @@ def test_the_config_file_holds_the_embedded_defaults() -> None:
 
     assert config_to_dict(load_config(GrpoWordleConfig, str(ROOT / "configs" / "grpo_wordle.yaml"), [])) == \
         config_to_dict(GrpoWordleConfig())
+    # and lists every option (the pool section: the recipe's own values; PoolConfig's other fields are its defaults)
+    written = yaml.safe_load((ROOT / "configs" / "grpo_wordle.yaml").read_text())
+    defaults = config_to_dict(GrpoWordleConfig())
+    assert written.keys() == defaults.keys()
+    for name, section in defaults.items():
+        if isinstance(section, dict) and name != "pool":
+            assert written[name].keys() == section.keys(), name

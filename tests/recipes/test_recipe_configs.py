@@ -11,9 +11,9 @@ import yaml
 
 from openenv_train.pool import PoolConfig
 from openenv_train.recipes._config import load_config
-from openenv_train.recipes._wordle_config import SET_ELSEWHERE
 from openenv_train.recipes.collect import CollectConfig
 from openenv_train.recipes.grpo_wordle import GrpoWordleConfig, PoolSection, recipe_pool
+from openenv_train.recipes.wordle import SET_ELSEWHERE
 from openenv_train.rubrics import get_rubric
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from openenv_train.envs.wordle import answers, feedback, valid_guesses
-from openenv_train.recipes._distill import DistillCollator, games_dataset, guess_orders
-from openenv_train.recipes._teacher import ConsistentTeacher
-from openenv_train.recipes._wordle import consistent
+from openenv_train.recipes.wordle import ConsistentTeacher, DistillCollator, consistent, games_dataset, guess_orders
 
 
 @pytest.fixture(scope="module")

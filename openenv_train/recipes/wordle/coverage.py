@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..envs.wordle import feedback
-from ._wordle import wordle_history
+from ...envs.wordle import feedback
+from .chat import wordle_history
 
 __all__ = ["guessed_words", "unseen_held_out", "unseen_words"]
 
@@ -53,8 +53,8 @@ def unseen_held_out(out: Path, held: Sequence[str], sft_secrets: Sequence[str], 
                     evals: Mapping[str, Any], *, resamples: int, seed: int) -> dict[str, Any]:
     """Win rates on the held-out words that no training game of the run in ``out`` showed at all (no secret, guess
     or target), per evaluation, and the SFT -> GRPO paired difference on them."""
-    from ..trace import iter_traces
-    from ._stats import bootstrap_ci, paired_difference
+    from ...trace import iter_traces
+    from .._stats import bootstrap_ci, paired_difference
 
     grpo_rows = (r for r in iter_traces(out) if r.episode_id.startswith("grpo-"))
     words = unseen_words(held, sft_secrets, opening, guessed_words(grpo_rows))

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import OpenEnvTrainDeprecationWarning
-from ..pool import PoolConfig
-from ._config import config_to_dict
-from ._grpo import GRPOSection as GRPOPhase
-from ._training import ModelSection, SFTSection
-from ._wordle import ANY_ORDER_TOKENS, ORDERS, BranchPlan
+from ...pool import PoolConfig
+from .._config import config_to_dict
+from .._grpo_phase import GRPOSection
+from .._sections import OutputSection, recipe_pool
+from .._training import ModelSection, SFTSection
+from .chat import ANY_ORDER_TOKENS, ORDERS, BranchPlan
 
-__all__ = ["REWARD_RUBRIC", "SET_ELSEWHERE", "EnvSection", "EvalSection", "GRPOSection", "GrpoWordleConfig",
-           "OutputSection", "PoolSection", "TeacherSection", "recipe_pool"]
+__all__ = ["REWARD_RUBRIC", "RUN_NAME", "SET_ELSEWHERE", "EnvSection", "GrpoWordleConfig", "TeacherSection",
+           "WordleEvalSection", "WordleGRPOSection"]
 
 
 @dataclass
@@ -33,22 +32,8 @@ class EnvSection:
     """A first system message for every game (e.g. the rules, for a pretrained ``--model``); none by default."""
 
 
-def recipe_pool(**fields: Any) -> PoolConfig:
-    """The ``pool`` section's defaults: a :class:`~openenv_train.pool.PoolConfig` with the recipe's own values.
-
-    2 actors x 50 sessions play a whole 100-secret evaluation in one wave; a game gets 120 s. Every other field
-    keeps PoolConfig's default; ``fields`` replace any of them.
-    """
-    return PoolConfig(**{"num_actors": 2, "sessions_per_actor": 50, "episode_timeout_s": 120.0, **fields})
-
-
-def PoolSection(**fields: Any) -> PoolConfig:  # noqa: N802 (the section's former class name)
-    """Deprecated: the ``pool`` section is a :class:`~openenv_train.pool.PoolConfig`; use :func:`recipe_pool`."""
-    warnings.warn("PoolSection is deprecated and will be removed in the next release: the pool section is a "
-                  "PoolConfig; use recipe_pool(**fields) for one with the recipe's defaults", OpenEnvTrainDeprecationWarning,
-                  stacklevel=2)
-    return recipe_pool(**fields)
-
+#: The run folder's name when ``output.name`` is null.
+RUN_NAME = "grpo-wordle"
 
 #: The rubric that scores the GRPO games: ``grpo.reward_weights`` names its components.
 REWARD_RUBRIC = "wordle"
@@ -73,7 +58,7 @@ class TeacherSection:
     target; a non-answer secret with the same marks does (the teacher guesses the answers that fit first)."""
 
     def __post_init__(self) -> None:
-        from ..envs.wordle import valid_guesses
+        from ...envs.wordle import valid_guesses
 
         if not 0.0 <= self.valid_share <= 1.0:
             raise ValueError(f"teacher.valid_share must be in [0, 1], got {self.valid_share}")
@@ -84,7 +69,7 @@ class TeacherSection:
 
 
 @dataclass
-class GRPOSection(GRPOPhase):
+class WordleGRPOSection(GRPOSection):
     """GRPO with TRL through the pool, on secrets the warm start did not train on."""
 
     secrets: int = 300
@@ -99,7 +84,7 @@ class GRPOSection(GRPOPhase):
     (:data:`REWARD_RUBRIC`; its ``component_names``, the total ``wordle`` included)."""
 
     def __post_init__(self) -> None:
-        from ..rubrics import get_rubric
+        from ...rubrics import get_rubric
 
         super().__post_init__()
         if self.secrets < 0 or not 0.0 <= self.valid_share <= 1.0:
@@ -114,7 +99,7 @@ class GRPOSection(GRPOPhase):
 
 
 @dataclass
-class EvalSection:
+class WordleEvalSection:
     """Greedy evaluation on held-out secrets, with bootstrap intervals."""
 
     words: int = 100
@@ -123,14 +108,6 @@ class EvalSection:
     """Resamples of the bootstrap intervals."""
     unconstrained: bool = True
     """Also evaluate the final model without the decoding constraint (reported beside the constrained figures)."""
-
-
-@dataclass
-class OutputSection:
-    """Where the run is written."""
-
-    dir: str = "runs"
-    name: str = "grpo-wordle"
 
 
 @dataclass
@@ -158,15 +135,20 @@ class GrpoWordleConfig:
     from :func:`recipe_pool`, except those of :data:`SET_ELSEWHERE` (``env.max_turns``, ...)."""
     teacher: TeacherSection = field(default_factory=TeacherSection)
     sft: SFTSection = field(default_factory=lambda: SFTSection(episodes=140000, budget_s=600.0))
-    grpo: GRPOSection = field(default_factory=GRPOSection)
-    eval: EvalSection = field(default_factory=EvalSection)
-    output: OutputSection = field(default_factory=OutputSection)
+    grpo: WordleGRPOSection = field(default_factory=WordleGRPOSection)
+    eval: WordleEvalSection = field(default_factory=WordleEvalSection)
+    output: OutputSection = field(default_factory=lambda: OutputSection(name=RUN_NAME))
+
+    @property
+    def run_name(self) -> str:
+        """The run folder's name."""
+        return self.output.name or RUN_NAME
 
     def secret_splits(self) -> tuple[list[str], list[str], list[str]]:
         """Held-out, SFT and GRPO secrets, fixed by ``seed``: held-out words (answers) are never secrets of either
         training phase; GRPO's answers come from ``grpo.secrets`` answers that are not SFT's; a ``teacher.valid_share``
         of SFT's and a ``grpo.valid_share`` of GRPO's are valid guesses that are not answers."""
-        from ..envs.wordle import answers, valid_guesses
+        from ...envs.wordle import answers, valid_guesses
 
         words = sorted(answers())
         random.Random(self.seed).shuffle(words)
@@ -192,7 +174,7 @@ class GrpoWordleConfig:
             sandbox: run the env servers in the OS sandbox (``env.sandbox`` resolved against the machine).
         """
         return dataclasses.replace(self.pool, max_turns=self.env.max_turns, sandbox=sandbox,
-                                   show_progress=self.show_progress, run_id=self.output.name)
+                                   show_progress=self.show_progress, run_id=self.run_name)
 
     def as_dict(self) -> dict[str, Any]:
         """The config as plain data (``config.yaml``, ``summary.json``), without the ``pool`` fields of

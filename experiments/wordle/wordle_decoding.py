@@ -9,7 +9,7 @@ guess that fit or missed, and those with one answer left (the secret) or more. F
 guess that does not fit the marks while some answer does: how often the model scores a fitting answer above the
 word it wrote, and by how many nats.
 
-    python benchmarks/wordle_decoding.py runs/grpo-wordle/checkpoints/sft --widths 1 4 16
+    python experiments/wordle/wordle_decoding.py runs/grpo-wordle/checkpoints/sft --widths 1 4 16
 
 Offline (no servers); each width of 100 games takes under a minute on one core for the tiny model.
 """
@@ -23,21 +23,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: runs from a clone
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def prompt_ids(tokenizer: Any, history: list[tuple[str, str]]) -> list[int]:
-    """The token ids the recipe's agent sends for the next guess after ``history`` (its chat, then the assistant
-    role token)."""
-    from openenv_train.policy import encode_char_chat
-    from openenv_train.recipes._wordle import teacher_conversation
-
-    messages = teacher_conversation(history)
-    if history:
-        messages.append({"role": "user", "content": history[-1][1]})
-    return encode_char_chat(tokenizer, messages)[0] + [tokenizer.get_vocab()["<|assistant|>"]]
 
 
 class Player:
@@ -54,7 +42,9 @@ class Player:
         self.end = self.vocab["<|end|>"]
 
     def prompt(self, history: list[tuple[str, str]]) -> list[int]:
-        """The token ids the recipe's agent sends for the next guess (:func:`prompt_ids`)."""
+        """The token ids the recipe's agent sends for the next guess (``recipes.wordle.prompt_ids``)."""
+        from openenv_train.recipes.wordle import prompt_ids
+
         return prompt_ids(self.tokenizer, history)
 
     def _next(self, prompt: list[int], prefixes: list[str]) -> Any:
@@ -98,10 +88,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the recipe's seed (its held-out split)")
     args = parser.parse_args()
 
-    from openenv_train.envs.wordle import answers, valid_guesses
-    from openenv_train.envs.wordle._rules import feedback
-    from openenv_train.recipes._wordle import consistent
-    from openenv_train.recipes._wordle_config import GrpoWordleConfig
+    from openenv_train.envs.wordle import answers, feedback, valid_guesses
+    from openenv_train.recipes.wordle import GrpoWordleConfig, consistent
 
     config = GrpoWordleConfig(seed=args.seed)
     held, opening = config.secret_splits()[0], [w.lower() for w in config.teacher.opening]

@@ -7,13 +7,13 @@ strategy could add. Then, from the checkpoint, rounds of: the model plays ``--ga
 (never the held-out words of ``--seed``; a ``--valid-share`` of them valid guesses that are not answers), each guess
 after the opening decoded as the recipe decodes it (letter by letter under the valid-guess constraint, greedy or at
 ``--temperature``); every letter of those games gets the teacher's exact next-letter distribution for the state
-the model reached (:class:`~openenv_train.recipes._distill.DistillCollator`: the model's own mistakes included);
+the model reached (:class:`~openenv_train.recipes.wordle.DistillCollator`: the model's own mistakes included);
 ``--steps`` AdamW steps on that cross-entropy. After each round the held-out games are played greedily and compared,
 paired by secret, with the checkpoint's. That is a denser signal than any reward (a target for every letter of
 every game, not one number per game), on the states the model itself reaches, as DAgger's.
 
-    python benchmarks/wordle_on_policy.py runs/grpo-wordle/checkpoints/sft --rounds 3
-    python benchmarks/wordle_on_policy.py runs/grpo-wordle/checkpoints/sft --rounds 4 --valid-share 1.0
+    python experiments/wordle/wordle_on_policy.py runs/grpo-wordle/checkpoints/sft --rounds 3
+    python experiments/wordle/wordle_on_policy.py runs/grpo-wordle/checkpoints/sft --rounds 4 --valid-share 1.0
 
 Offline, one process; a round of 8,000 games and 500 steps takes about 1.5 minutes on a 2-core machine.
 """
@@ -28,9 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from wordle_decoding import prompt_ids  # noqa: E402 (the benchmarks' folder is on the path when run as a script)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: runs from a clone
 
 
 class Player:
@@ -56,7 +54,8 @@ class Player:
         """One game per secret: its (guess, marks) pairs until the secret is found or six guesses are spent."""
         import torch
 
-        from openenv_train.envs.wordle._rules import feedback
+        from openenv_train.envs.wordle import feedback
+        from openenv_train.recipes.wordle import prompt_ids
 
         games: list[list[tuple[str, str]]] = []
         with torch.inference_mode():
@@ -93,7 +92,7 @@ class Player:
 
 def teacher_win_rate(opening: list[str], answers: list[str], seed: int = 0, plays: int = 3) -> tuple[float, float]:
     """The recipe's teacher on every answer, ``plays`` games each: its win rate and mean guesses on won games."""
-    from openenv_train.recipes._teacher import ConsistentTeacher
+    from openenv_train.recipes.wordle import ConsistentTeacher
 
     teacher, rng = ConsistentTeacher(answers, opening), random.Random(seed)
     games = [teacher.play(secret, rng) for secret in answers for _ in range(plays)]
@@ -120,10 +119,8 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from openenv_train.envs.wordle import answers, valid_guesses
-    from openenv_train.recipes._distill import DistillCollator, distill_loss
-    from openenv_train.recipes._stats import paired_difference
-    from openenv_train.recipes._teacher import ConsistentTeacher
-    from openenv_train.recipes._wordle_config import GrpoWordleConfig
+    from openenv_train.recipes import paired_difference
+    from openenv_train.recipes.wordle import ConsistentTeacher, DistillCollator, GrpoWordleConfig, distill_loss
 
     config = GrpoWordleConfig(seed=args.seed)
     held = config.secret_splits()[0]

@@ -26,14 +26,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..envs.wordle import feedback, valid_guesses
-from ..envs.wordle.solver import history_from_transcript
-from ..policy import read_in_order, spell_in_order
-from ..trace import TraceRow
+from ...envs.wordle import feedback, valid_guesses
+from ...envs.wordle.solver import history_from_transcript
+from ...policy import encode_char_chat, read_in_order, spell_in_order
+from ...trace import TraceRow
 
 __all__ = ["ANY_ORDER_TOKENS", "FIRST_TURN", "ORDERS", "SYSTEM_PROMPT", "BranchPlan", "WordleAgent",
-           "consistency_turn_rewards", "consistent", "explored_turns", "game_metrics", "read_guess", "render_turn",
-           "teacher_conversation", "wordle_history", "write_guess"]
+           "consistency_turn_rewards", "consistent", "explored_turns", "game_metrics", "prompt_ids", "read_guess",
+           "render_turn", "teacher_conversation", "wordle_history", "write_guess"]
 
 #: A system prompt for models that read instructions (``env.system_prompt``); the tiny model plays without one.
 SYSTEM_PROMPT = ("Wordle: guess the secret 5-letter word in 6 tries. Reply with the word. After each guess you see "
@@ -136,6 +136,15 @@ def teacher_conversation(history: Sequence[tuple[str, str]], system_prompt: str 
         if marks != "GGGGG" and i + 1 < len(history):
             messages.append({"role": "user", "content": _marks_message(guess, marks, order)})
     return messages
+
+
+def prompt_ids(tokenizer: Any, history: Sequence[tuple[str, str]]) -> list[int]:
+    """The token ids :class:`WordleAgent` sends a character-tokenizer model for the next guess after ``history``
+    (its chat, then the assistant role token): for scoring guesses offline, without the policy endpoint."""
+    messages = teacher_conversation(history)
+    if history:
+        messages.append({"role": "user", "content": history[-1][1]})
+    return encode_char_chat(tokenizer, messages)[0] + [tokenizer.get_vocab()["<|assistant|>"]]
 
 
 @functools.cache

@@ -19,8 +19,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from ._teacher import ConsistentTeacher
-from ._wordle import teacher_conversation
+from .chat import teacher_conversation
+from .teacher import ConsistentTeacher
 
 __all__ = ["DistillCollator", "distill_loss", "distill_trainer", "games_dataset", "guess_orders", "teacher_dataset"]
 
@@ -71,7 +71,7 @@ class DistillCollator:
     def __init__(self, tokenizer: Any, teacher: ConsistentTeacher, system_prompt: str | None = None) -> None:
         import numpy as np
 
-        from ..policy import encode_char_chat
+        from ...policy import encode_char_chat
 
         self.tokenizer, self.teacher, self.system_prompt = tokenizer, teacher, system_prompt
         self._encode = encode_char_chat
@@ -188,8 +188,8 @@ def teacher_dataset(tokenizer: Any, secrets: Sequence[str], *, opening: Sequence
     each guess after the opening is written in a random order (:func:`guess_orders`)."""
     import datasets
 
-    from ..envs.wordle import answers
-    from ..policy import is_char_tokenizer
+    from ...envs.wordle import answers
+    from ...policy import is_char_tokenizer
 
     known = answers()
     # held-out words may be guessed and be targets, never secrets
