@@ -37,14 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from openenv_train.policy import SamplingParams, build_tiny_model
-    from openenv_train.policy._engine.generation import Row, generate_rows
+    from openenv_train.policy import DecodeRow, SamplingParams, build_tiny_model, generate_rows
 
     torch.set_num_threads(1)  # what LocalBackend decodes a tiny CPU model with
     with tempfile.TemporaryDirectory() as tmp:
         path = build_tiny_model(Path(tmp) / "tiny", seed=0)
         model, tokenizer = AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
-    rows = [Row(list(range(5, 45)), SamplingParams(temperature=1.0), args.tokens, i, frozenset({-1}))
+    rows = [DecodeRow(list(range(5, 45)), SamplingParams(temperature=1.0), args.tokens, i, frozenset({-1}))
             for i in range(args.rows)]
     body = json.dumps({"messages": [{"role": "user", "content": "marks"}], "guided_choice": ["crane"] * 10_000})
     busy = threading.Event()

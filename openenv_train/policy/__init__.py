@@ -12,6 +12,8 @@
   :class:`UpstreamBackend` share; :func:`api_key_for` names a capture session in its key.
 - :func:`captured_policy`: a capturing endpoint on loopback (sync or async block) yielding its URL and store.
 - :func:`build_tiny_model`: a tiny random-weight chat model with Qwen2.5's template, built offline.
+- :func:`generate_rows`, :class:`DecodeRow`: the decode engine's batch step on a transformers model, for
+  measurements of the decode alone (what :class:`LocalBackend` runs for each batch).
 
 Importing this package does not import torch or transformers; the backends load them when built.
 """
@@ -21,6 +23,8 @@ from ._backends.scripted import FixedSampling, ScriptedBackend
 from ._backends.upstream import UpstreamBackend, UpstreamConfig
 from ._chat_client import ChatClient, ChatResponse, ChatStream, ChatTransportError, api_key_for
 from ._endpoint.server import EndpointConfig, PolicyServer
+from ._engine.generation import Row as DecodeRow
+from ._engine.generation import generate_rows
 from ._engine.guide import read_in_order, spell_in_order
 from ._errors import (
     AuthenticationFailed,
@@ -52,6 +56,7 @@ from ._wire.messages import normalise_messages, parse_tool_calls
 from ._wire.openai_chat import completion_json, parse_chat_request, v1_url
 
 __all__ = [
+    "DecodeRow",
     "AuthenticationFailed",
     "BackendFailed",
     "CapturedPolicy",
@@ -89,6 +94,7 @@ __all__ = [
     "api_key_for",
     "build_char_tokenizer",
     "build_tiny_model",
+    "generate_rows",
     "build_tiny_tokenizer",
     "captured_policy",
     "completion_json",
