@@ -192,15 +192,18 @@ def fleet_mode(kills: int, every: int, work: Path, num_actors: int) -> dict[str,
 
 def raylet_mode(kills: int, every: int, work: Path) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    import ray
-
     from tests.pool.loopback_cluster import LoopbackCluster
 
+    if "ray" in sys.modules:
+        raise RuntimeError("ray was imported before the cluster's environment was set")
     cluster = LoopbackCluster(workers=2, worker_resources={"rollout": 2}).start()
     done, stop = [0], threading.Event()
     saved = dict(os.environ)
-    os.environ.update(cluster.env)
+    os.environ.update(cluster.env)  # before Ray is imported: its loopback switch is read on import
     try:
+        import ray
+        import ray.util.state
+
         ray.init(address=cluster.gcs_address, log_to_driver=False)
 
         def after_row(n: int) -> None:
@@ -223,7 +226,8 @@ def raylet_mode(kills: int, every: int, work: Path) -> dict[str, Any]:
             yielded, submitted = drive(pool, stop, after_row)
             metrics = pool.metrics.summary()
     finally:
-        ray.shutdown()
+        if "ray" in sys.modules:
+            sys.modules["ray"].shutdown()
         os.environ.clear()
         os.environ.update(saved)
         cluster.stop()
