@@ -202,27 +202,26 @@ def raylet_mode(kills: int, every: int, work: Path) -> dict[str, Any]:
     os.environ.update(cluster.env)  # before Ray is imported: its loopback switch is read on import
     try:
         import ray
-        import ray.util.state
 
         ray.init(address=cluster.gcs_address, log_to_driver=False)
-
-        def after_row(n: int) -> None:
-            if n % every == 0 and done[0] < kills:
-                hosts = {a["node_id"] for a in ray.util.state.list_actors(filters=[("state", "=", "ALIVE")])
-                         if a["class_name"] == "RolloutActor"}
-                node = next((nd for nd in cluster.worker_nodes if nd.node_id in hosts
-                             and nd.process.poll() is None), None)
-                if node is not None:
-                    cluster.kill_raylet(node)
-                    cluster.add_worker()  # the cluster keeps two worker nodes
-                    done[0] += 1
-            if done[0] >= kills:
-                stop.set()
-
         with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
                 "wordle", policy, num_actors=2, sessions_per_actor=4, ray_address=cluster.gcs_address,
                 actor_resources={"rollout": 1}, actor_scheduling="spread", max_retries=10_000,
                 max_restarts=100_000, retry_backoff_s=0.5, max_queued=16, writer=writer) as pool:
+
+            def after_row(n: int) -> None:
+                if n % every == 0 and done[0] < kills:
+                    # the node of the actor that answers first (a restarting one answers once it is up again)
+                    ready, _ = ray.wait([a.ready.remote() for a in pool.actors], num_returns=1, timeout=600)
+                    host = ray.get(ready[0])["node_id"] if ready else None
+                    node = next((nd for nd in cluster.worker_nodes if nd.node_id == host), None)
+                    if node is not None and node.process.poll() is None:
+                        cluster.kill_raylet(node)
+                        cluster.add_worker()  # the cluster keeps two worker nodes
+                        done[0] += 1
+                if done[0] >= kills:
+                    stop.set()
+
             yielded, submitted = drive(pool, stop, after_row)
             metrics = pool.metrics.summary()
     finally:
