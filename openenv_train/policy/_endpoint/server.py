@@ -23,9 +23,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ...core import (
     POLICY_TOKEN_ENV,
@@ -42,6 +42,7 @@ from .._chat_client import api_key_for
 from .._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from .._stream_events import DeltaFold, stream_chat
 from .._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
+from .._wire import anthropic_messages
 from .._wire.openai_chat import completion_json, parse_chat_request
 from .._wire.openai_chunks import ChunkWriter
 from .capture import find_continuation, turns_for
@@ -82,8 +83,8 @@ def _json(status: int, payload: Any) -> HttpResponse:
     return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
 
 
-def _event(payload: Any) -> bytes:
-    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False))
+def _event(payload: Any, name: str | None = None) -> bytes:
+    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False), name)
 
 
 def _error(exc: PolicyError) -> HttpResponse:
@@ -96,6 +97,79 @@ def _error(exc: PolicyError) -> HttpResponse:
 def _http_error(status: int, message: str) -> HttpResponse:
     kind = "invalid_request_error" if status < 500 else "server_error"
     return _json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+
+
+class _Frames(Protocol):
+    """The SSE frames of one streamed answer in a dialect (what its clients read)."""
+
+    def start(self, first: StreamStart) -> list[bytes]: ...
+    def delta(self, delta: ChoiceDelta) -> list[bytes]: ...
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]: ...
+    def error(self, exc: PolicyError) -> list[bytes]: ...
+    def end(self) -> list[bytes]: ...
+
+
+class _ChatFrames:
+    """``chat.completion.chunk`` events, ending with ``data: [DONE]``."""
+
+    def __init__(self, chat: ChatRequest, request_id: str, created: int, model: str) -> None:
+        self.writer = ChunkWriter(chat, request_id=request_id, created=created, model=model)
+
+    def start(self, first: StreamStart) -> list[bytes]:
+        return [_event(chunk) for chunk in self.writer.start(first)]
+
+    def delta(self, delta: ChoiceDelta) -> list[bytes]:
+        return [_event(self.writer.delta(delta))]
+
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]:
+        return [_event(chunk) for chunk in self.writer.finish(result)]
+
+    def error(self, exc: PolicyError) -> list[bytes]:
+        return [_event(self.writer.error(exc))]
+
+    def end(self) -> list[bytes]:
+        return [sse_event(SSE_DONE)]
+
+
+class _NamedFrames:
+    """Named events (``event: <name>``) from a dialect's event writer; no ``[DONE]``."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    def start(self, first: StreamStart) -> list[bytes]:
+        return [_event(data, name) for name, data in self.writer.start(first)]
+
+    def delta(self, delta: ChoiceDelta) -> list[bytes]:
+        return [_event(data, name) for name, data in self.writer.delta(delta)]
+
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]:
+        return [_event(data, name) for name, data in self.writer.finish(answer)]
+
+    def error(self, exc: PolicyError) -> list[bytes]:
+        return [_event(data, name) for name, data in self.writer.error(exc)]
+
+    def end(self) -> list[bytes]:
+        return []
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """How one wire format answers what the shared chat path generated and captured."""
+
+    id_prefix: str
+    """The prefix of answer ids (``chatcmpl-``, ``msg_``, ``resp_``); the captured turn's node id is the answer's."""
+    answer: Callable[[ChatResult, ChatRequest, dict[str, Any]], dict[str, Any]]
+    """``(result, chat request, chat.completion body) -> the dialect's body``."""
+    frames: Callable[[ChatRequest, str, int, str], _Frames]
+    """``(chat request, answer id, created, model) -> the frames of a streamed answer``."""
+
+
+_CHAT = _Dialect("chatcmpl-", lambda result, chat, completion: completion, _ChatFrames)
+_ANTHROPIC = _Dialect(
+    "msg_", lambda result, chat, completion: anthropic_messages.message_json(result, message_id=completion["id"]),
+    lambda chat, answer_id, created, model: _NamedFrames(anthropic_messages.MessageEvents(message_id=answer_id)),
+)
 
 
 class PolicyServer:
@@ -226,10 +300,13 @@ class PolicyServer:
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, request: HttpRequest) -> HttpResponse | HttpStream:
-        """Route one HTTP request; every failure becomes an OpenAI-style error body."""
+        """Route one HTTP request; every failure becomes an error body in the dialect of its route (OpenAI's,
+        or Anthropic's on ``/v1/messages``)."""
         try:
             return await self._route(request)
         except PolicyError as exc:
+            if request.path.startswith("/v1/messages"):
+                return _json(exc.status, anthropic_messages.error_json(exc))
             return _error(exc)
 
     async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
@@ -240,6 +317,10 @@ class PolicyServer:
             if request.method != "POST":
                 return _http_error(405, "use POST for /v1/chat/completions")
             return await self._chat(request)
+        if path in ("/v1/messages", "/v1/messages/count_tokens"):
+            if request.method != "POST":
+                raise InvalidRequest(f"use POST for {path}")
+            return await (self._messages(request) if path == "/v1/messages" else self._count_tokens(request))
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if request.method not in ("GET", "HEAD"):
                 return _http_error(405, f"use GET for {path}")
@@ -252,7 +333,7 @@ class PolicyServer:
                                f"{self.backend.model_id!r}", code="model_not_found")
             return _json(200, card)
         raise NotFound(f"no route {request.method} {request.path}; this server answers POST /v1/chat/completions, "
-                       "GET /v1/models and GET /health")
+                       "POST /v1/messages, GET /v1/models and GET /health")
 
     def _session(self, headers: dict[str, str]) -> str | None:
         """The capture session a request names, or None.
@@ -345,28 +426,46 @@ class PolicyServer:
     async def _chat(self, request: HttpRequest) -> HttpResponse | HttpStream:
         started_at, start = time.time(), time.perf_counter()
         session = self._session(request.headers)
-        try:
-            body = loads(request.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
-        chat = parse_chat_request(body, max_n=self.config.max_n)
+        chat = parse_chat_request(_body(request), max_n=self.config.max_n)
+        return await self._generate(chat, session, started_at, start, _CHAT)
+
+    async def _messages(self, request: HttpRequest) -> HttpResponse | HttpStream:
+        """Anthropic Messages: converted to the chat request it stands for, answered and captured as one."""
+        started_at, start = time.time(), time.perf_counter()
+        session = self._session(_keyed(request.headers, "x-api-key"))
+        chat = parse_chat_request(anthropic_messages.chat_body(_body(request)), max_n=1)
+        return await self._generate(chat, session, started_at, start, _ANTHROPIC)
+
+    async def _count_tokens(self, request: HttpRequest) -> HttpResponse:
+        """Anthropic's ``count_tokens``: the prompt's length under the model's chat template, when the backend has a
+        tokenizer; else estimated at 4 characters a token."""
+        self._session(_keyed(request.headers, "x-api-key"))
+        body = _body(request)
+        if isinstance(body, dict) and "max_tokens" not in body:
+            body = {**body, "max_tokens": 1}  # count_tokens takes no max_tokens
+        chat = parse_chat_request(anthropic_messages.chat_body(body), max_n=1)
+        return _json(200, {"input_tokens": _prompt_tokens(self.backend, chat)})
+
+    async def _generate(self, chat: ChatRequest, session: str | None, started_at: float, start: float,
+                        dialect: _Dialect) -> HttpResponse | HttpStream:
+        """Answer a parsed chat request (from any dialect), record it in its capture session, reply in ``dialect``."""
         if session is not None:
             self._check_budget(session)
         if session is not None and self.config.token_continuity:
             assert self.capture is not None
             chat.continuation = find_continuation(self.capture, session, chat)
+        request_id = f"{dialect.id_prefix}{uuid.uuid4().hex}"
         if chat.stream:
-            return await self._open_stream(chat, session, started_at, start)
+            return await self._open_stream(chat, session, started_at, start, dialect, request_id)
         try:
             result = await self.backend.chat(chat)
         except PolicyError:
             raise
         except Exception as exc:  # the model broke on this request; others are unaffected
             raise _backend_failed(exc) from None
-        request_id = f"chatcmpl-{uuid.uuid4().hex}"
         response = completion_json(result, chat, request_id=request_id, created=int(started_at))
         self._record(session, chat, result, response, started_at, start)
-        return _json(200, response)
+        return _json(200, dialect.answer(result, chat, response))
 
     def _record(self, session: str | None, chat: ChatRequest, result: ChatResult, response: dict[str, Any],
                 started_at: float, start: float) -> None:
@@ -383,8 +482,8 @@ class PolicyServer:
             log.warning("capture session %s closed before its call returned; the turn is not recorded",
                         mask_secret(session))
 
-    async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float,
-                           start: float) -> HttpStream:
+    async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float, start: float,
+                           dialect: _Dialect, request_id: str) -> HttpStream:
         """Start the backend's stream and wait for its first token (or its whole result) before the head is sent:
         what fails before then (a bad request, a prompt too long, an engine that died holding the request) is still a
         plain HTTP error, which clients retry where its status says so (503)."""
@@ -399,43 +498,82 @@ class PolicyServer:
             if isinstance(exc, Exception) and not isinstance(exc, PolicyError):
                 raise _backend_failed(exc) from None
             raise
-        return HttpStream(200, self._stream(chat, session, first, lead, events, started_at, start))
+        frames = dialect.frames(chat, request_id, int(started_at), first.model)
+        return HttpStream(200, self._stream(chat, session, first, lead, events, started_at, start, dialect,
+                                            request_id, frames))
 
     async def _stream(self, chat: ChatRequest, session: str | None, first: StreamStart, lead: StreamEvent | None,
-                      events: AsyncGenerator[StreamEvent, None], started_at: float, start: float) -> AsyncGenerator[bytes, None]:
+                      events: AsyncGenerator[StreamEvent, None], started_at: float, start: float, dialect: _Dialect,
+                      request_id: str, frames: _Frames) -> AsyncGenerator[bytes, None]:
         """The SSE body of a streamed call (``lead``: its event after ``first``, already taken); records its turn
-        before the last chunks, or a cut turn if it is cut."""
-        request_id = f"chatcmpl-{uuid.uuid4().hex}"
-        writer = ChunkWriter(chat, request_id=request_id, created=int(started_at), model=first.model)
+        before the last events, or a cut turn if it is cut."""
         sent, ended = DeltaFold(), False
         try:
             async with contextlib.aclosing(events), contextlib.aclosing(_chain(lead, events)) as stream:
-                for chunk in writer.start(first):
-                    yield _event(chunk)
+                for frame in frames.start(first):
+                    yield frame
                 async for event in stream:
                     if isinstance(event, ChoiceDelta):
                         sent.add(event)
-                        yield _event(writer.delta(event))
+                        for frame in frames.delta(event):
+                            yield frame
                     elif isinstance(event, ChatResult):
                         ended = True
                         event.info = {**event.info, "stream": True}
                         response = completion_json(event, chat, request_id=request_id, created=int(started_at))
                         self._record(session, chat, event, response, started_at, start)
-                        for chunk in writer.finish(event):
-                            yield _event(chunk)
+                        for frame in frames.finish(event, dialect.answer(event, chat, response)):
+                            yield frame
             if not ended:
                 raise BackendFailed("the backend's stream ended without its result")
-        except Exception as exc:  # after the head: the error is an event (OpenAI's clients raise it)
+        except Exception as exc:  # after the head: the error is an event (the clients raise it)
             ended = True
             failure = exc if isinstance(exc, PolicyError) else _backend_failed(exc)
-            yield _event(writer.error(failure))
+            for frame in frames.error(failure):
+                yield frame
         finally:
             if not ended:  # the client left (cancelled, or closed at a yield): record what it was sent
                 cut = sent.cut(first, chat.sampling.n, self.backend.model_id)
                 cut.info["stream"] = True
                 response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
                 self._record(session, chat, cut, response, started_at, start)
-        yield sse_event(SSE_DONE)
+        for frame in frames.end():
+            yield frame
+
+
+def _body(request: HttpRequest) -> Any:
+    """The request's JSON body.
+
+    Raises:
+        InvalidRequest: it is not valid JSON.
+    """
+    try:
+        return loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
+
+
+def _keyed(headers: dict[str, str], key_header: str) -> dict[str, str]:
+    """``headers`` with the dialect's key header (``x-api-key``) read as ``Authorization: Bearer``, so it names the
+    capture session (or carries the token) as the bearer key does on the chat route."""
+    key = headers.get(key_header, "").strip()
+    if not key or headers.get("authorization"):
+        return headers
+    return {**headers, "authorization": f"Bearer {key}"}
+
+
+def _prompt_tokens(backend: PolicyBackend, chat: ChatRequest) -> int:
+    """How many tokens the request's prompt is: rendered with the backend's tokenizer when it has one (a local or
+    scripted backend), else estimated from its characters."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "apply_chat_template"):
+        try:
+            return len(tokenizer.apply_chat_template(chat.messages, tools=chat.tools, add_generation_prompt=True,
+                                                     tokenize=True, return_dict=False))
+        except Exception as exc:  # jinja errors: the same request would be refused by the chat route
+            raise InvalidRequest(f"the chat template rejected the messages: {exc}", param="messages") from None
+    chars = sum(len(str(m.get("content") or "")) for m in chat.messages) + len(json.dumps(chat.tools or []))
+    return max(1, chars // 4)
 
 
 async def _chain(lead: StreamEvent | None, events: AsyncGenerator[StreamEvent, None]) -> AsyncGenerator[StreamEvent, None]:

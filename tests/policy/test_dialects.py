@@ -1,0 +1,198 @@
+"""The capture endpoint's other dialects, through their official SDKs: Anthropic Messages (``/v1/messages``) and the
+OpenAI Responses API (``/v1/responses``). Each converts to the chat request the chat route answers, so the captured
+turns hold the same token ids; streamed answers equal the unstreamed ones; bad bodies get the dialect's 4xx error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from openenv_train.policy import LocalBackend, LocalConfig, PolicyServer, ScriptedBackend
+from openenv_train.trace import CaptureStore, TrainingTurn
+
+anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
+
+ADD_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                              "required": ["a", "b"]}
+ANTHROPIC_ADD = {"name": "add", "description": "Add two integers.", "input_schema": ADD_SCHEMA}
+RESPONSES_ADD = {"type": "function", "name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA}
+CHAT_ADD = {"type": "function", "function": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA}}
+
+
+def call(name: str, **arguments: int) -> str:
+    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+
+
+def script(messages: list[dict[str, Any]]) -> str:
+    """Two tool calls, then the answer: ``add(2, 3)``, ``add(5, 1)``, ``The answer is 6.``"""
+    results = [m for m in messages if m["role"] == "tool"]
+    if not results:
+        return call("add", a=2, b=3)
+    if len(results) == 1:
+        return "Adding one more." + "\n" + call("add", a=int(results[0]["content"]), b=1)
+    return f"The answer is {results[-1]['content']}."
+
+
+@pytest.fixture(scope="module")
+def store() -> CaptureStore:
+    return CaptureStore()
+
+
+@pytest.fixture(scope="module")
+def local(tiny: tuple[Any, Any], store: CaptureStore) -> Iterator[PolicyServer]:
+    model, tokenizer = tiny
+    with PolicyServer(LocalBackend(model, tokenizer, model_id="tiny", config=LocalConfig(context=256)),
+                      capture=store) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def scripted(tiny: tuple[Any, Any], store: CaptureStore) -> Iterator[PolicyServer]:
+    with PolicyServer(ScriptedBackend(script, tiny[1], model_id="scripted"), capture=store) as server:
+        yield server
+
+
+def session(store: CaptureStore, name: str) -> str:
+    store.open_session(name)
+    return name
+
+
+def chat_turn(server: PolicyServer, store: CaptureStore, name: str, body: dict[str, Any]) -> TrainingTurn:
+    """What the chat route captures for ``body``."""
+    key = session(store, name)
+    reply = httpx.post(f"{server.base_url}/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"},
+                       timeout=60)
+    assert reply.status_code == 200, reply.text
+    (turn,) = store.close_session(key).turns
+    return turn
+
+
+def assert_prefixes(turns: list[TrainingTurn]) -> None:
+    """Each call's prompt starts with the previous call's prompt and completion (the conversation only grew)."""
+    for before, after in zip(turns, turns[1:], strict=False):
+        assert before.metadata["rollout_type"] == "train" and before.prompt_token_ids
+        head = list(before.prompt_token_ids) + list(before.completion_token_ids)
+        assert list(after.prompt_token_ids[:len(head)]) == head
+
+
+# -- Anthropic Messages ----------------------------------------------------------------------------------------------
+def test_anthropic_sdk_answers_streams_and_is_captured(local: PolicyServer, store: CaptureStore) -> None:
+    key = session(store, "claude")
+    client = anthropic.Anthropic(base_url=local.url, api_key=key, max_retries=0)
+    params: dict[str, Any] = {"model": "tiny", "max_tokens": 8, "temperature": 0, "system": "Be brief.",
+                              "messages": [{"role": "user", "content": "hi"}]}
+    whole = client.messages.create(**params)
+    with client.messages.stream(**params) as stream:
+        pieces = list(stream.text_stream)
+        streamed = stream.get_final_message()
+    raw = [event.type for event in client.messages.create(**params, stream=True)]
+    counted = client.messages.count_tokens(model="tiny", system="Be brief.", messages=params["messages"])
+    turns = store.close_session(key).turns
+
+    assert whole.type == "message" and whole.role == "assistant" and whole.id.startswith("msg_")
+    assert whole.stop_reason in ("end_turn", "max_tokens") and whole.usage.output_tokens <= 8
+    text = "".join(b.text for b in whole.content if b.type == "text")
+    assert "".join(pieces) == text and [b.text for b in streamed.content if b.type == "text"] == [text]
+    assert (streamed.stop_reason, streamed.usage.output_tokens) == (whole.stop_reason, whole.usage.output_tokens)
+    assert raw[0] == "message_start" and raw[-2:] == ["message_delta", "message_stop"]
+    assert [t.node_id for t in turns[:2]] == [whole.id, streamed.id] and len(turns) == 3
+    assert counted.input_tokens == whole.usage.input_tokens == len(turns[0].prompt_token_ids)
+    # The same conversation through the chat route: the same tokens in, the same tokens out.
+    chat = chat_turn(local, store, "claude-chat", {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
+    for turn in turns:
+        assert turn.metadata["rollout_type"] == "train" and turn.prompt_token_ids == chat.prompt_token_ids
+        assert turn.completion_token_ids == chat.completion_token_ids and turn.per_token_logps == chat.per_token_logps
+    assert turns[1].metadata["stream"] is True
+
+
+def test_anthropic_sdk_with_tools_on_the_model(local: PolicyServer, store: CaptureStore) -> None:
+    key = session(store, "claude-tools")
+    client = anthropic.Anthropic(base_url=local.url, api_key=key, max_retries=0,
+                                 default_headers={"anthropic-beta": "tools-2024-04-04"})
+    reply = client.messages.create(model="tiny", max_tokens=6, temperature=0, tools=[ANTHROPIC_ADD],  # type: ignore[list-item]
+                                   tool_choice={"type": "auto"}, messages=[{"role": "user", "content": "2 plus 3?"}])
+    (turn,) = store.close_session(key).turns
+    assert reply.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    assert turn.request["tools"] == [CHAT_ADD] and turn.metadata["rollout_type"] == "train"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_tool_loop_grows_one_token_prefix(scripted: PolicyServer, store: CaptureStore, stream: bool) -> None:
+    key = session(store, f"claude-loop-{stream}")
+    client = anthropic.Anthropic(base_url=scripted.url, api_key=key, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is 2 plus 3 plus 1?"}]
+    stops = []
+    for _ in range(3):
+        params = {"model": "scripted", "max_tokens": 64, "tools": [ANTHROPIC_ADD], "messages": messages}
+        if stream:
+            with client.messages.stream(**params) as events:  # type: ignore[arg-type]
+                reply = events.get_final_message()
+        else:
+            reply = client.messages.create(**params)  # type: ignore[arg-type]
+        stops.append(reply.stop_reason)
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        uses = [b for b in reply.content if b.type == "tool_use"]
+        if not uses:
+            break
+        (use,) = uses
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+                                                      "content": str(use.input["a"] + use.input["b"])}]})
+    turns = list(store.close_session(key).turns)
+    assert stops == ["tool_use", "tool_use", "end_turn"]
+    assert [b.type for b in reply.content] == ["text"] and reply.content[0].text == "The answer is 6."  # type: ignore[union-attr]
+    assert len(turns) == 3
+    assert_prefixes(turns)
+    tool_messages = [m for m in turns[-1].request["messages"] if m["role"] == "tool"]
+    assert [(m["name"], m["content"]) for m in tool_messages] == [("add", "5"), ("add", "6")]
+
+
+ANTHROPIC_BAD: list[tuple[Any, int, str]] = [
+    (b"{not json", 400, "invalid_request_error"),
+    ([], 400, "invalid_request_error"),
+    ({}, 400, "invalid_request_error"),
+    ({"messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": "8", "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": []}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": "hi"}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": [{"role": "system", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": [{"role": "user", "content": 5}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image"}]}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, 400,
+     "invalid_request_error"),
+    ({"max_tokens": 8, "messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": 3}]}]}, 400,
+     "invalid_request_error"),
+    ({"max_tokens": 8, "system": 7, "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "tools": [{"name": "x"}], "messages": [{"role": "user", "content": "hi"}]}, 400,
+     "invalid_request_error"),
+    ({"max_tokens": 8, "tool_choice": {"type": "maybe"}, "tools": [ANTHROPIC_ADD],
+      "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "stream": "yes", "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]}, 400,
+     "invalid_request_error"),
+    ({"max_tokens": 8, "stop_sequences": [""], "messages": [{"role": "user", "content": "hi"}]}, 400,
+     "invalid_request_error"),
+]
+
+
+def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: CaptureStore) -> None:
+    url = f"{local.url}/v1/messages"
+    for body, status, kind in ANTHROPIC_BAD:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        reply = httpx.post(url, content=content, headers={"content-type": "application/json",
+                                                          "anthropic-version": "2023-06-01"}, timeout=30)
+        assert (reply.status_code, reply.json()["type"], reply.json()["error"]["type"]) == (status, "error", kind), \
+            (body, reply.text)
+        assert isinstance(reply.json()["error"]["message"], str)
+    unknown = httpx.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+                         headers={"x-api-key": "no-such-session"}, timeout=30)
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
+    client = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as too_long:
+        client.messages.create(model="tiny", max_tokens=8, messages=[{"role": "user", "content": "word " * 400}])
+    assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message
