@@ -196,3 +196,111 @@ def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: C
     with pytest.raises(anthropic.BadRequestError) as too_long:
         client.messages.create(model="tiny", max_tokens=8, messages=[{"role": "user", "content": "word " * 400}])
     assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message
+
+
+# -- OpenAI Responses ------------------------------------------------------------------------------------------------
+def test_responses_sdk_answers_streams_and_follows_up(local: PolicyServer, store: CaptureStore) -> None:
+    key = session(store, "codex")
+    client = openai.OpenAI(base_url=local.base_url, api_key=key, max_retries=0)
+    params: dict[str, Any] = {"model": "tiny", "instructions": "Be brief.", "input": "hi", "max_output_tokens": 8,
+                              "temperature": 0}
+    whole = client.responses.create(**params)
+    events = list(client.responses.create(**params, stream=True))
+    follow = client.responses.create(**{**params, "input": [{"role": "user", "content": "and then?"}]},
+                                     previous_response_id=whole.id)
+    turns = store.close_session(key).turns
+
+    assert whole.object == "response" and whole.id.startswith("resp_") and whole.status in ("completed", "incomplete")
+    assert whole.usage is not None and whole.usage.output_tokens <= 8 and whole.output_text
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] in ("response.completed",
+                                                                                         "response.incomplete")
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == whole.output_text
+    assert events[-1].response.output_text == whole.output_text  # type: ignore[union-attr]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert [t.node_id for t in turns] == [whole.id, events[-1].response.id, follow.id]  # type: ignore[union-attr]
+    chat = chat_turn(local, store, "codex-chat", {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
+    for turn in turns[:2]:
+        assert turn.metadata["rollout_type"] == "train" and turn.prompt_token_ids == chat.prompt_token_ids
+        assert turn.completion_token_ids == chat.completion_token_ids
+    # The follow-up holds the first answer's conversation, and its prompt extends the first call's tokens.
+    assert [m["role"] for m in turns[2].request["messages"]] == ["system", "user", "assistant", "user"]
+    assert turns[2].request["messages"][2]["content"] == whole.output_text
+    assert list(turns[2].prompt_token_ids[:len(turns[0].prompt_token_ids)]) == list(turns[0].prompt_token_ids)
+
+
+@pytest.mark.parametrize(("stream", "chained"), [(False, False), (True, False), (False, True), (True, True)])
+def test_responses_tool_loop_grows_one_token_prefix(scripted: PolicyServer, store: CaptureStore, stream: bool,
+                                                    chained: bool) -> None:
+    """Codex's loop (the whole input each call, ``store=False``) and a chained one (``previous_response_id``)."""
+    key = session(store, f"codex-loop-{stream}-{chained}")
+    client = openai.OpenAI(base_url=scripted.base_url, api_key=key, max_retries=0)
+    items: list[Any] = [{"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": "What is 2 plus 3 plus 1?"}]}]
+    new, previous = list(items), None
+    for _ in range(3):
+        params: dict[str, Any] = {"model": "scripted", "tools": [RESPONSES_ADD],
+                                  "input": new if chained else items, "store": chained}
+        if chained and previous is not None:
+            params["previous_response_id"] = previous
+        if stream:
+            events = list(client.responses.create(**params, stream=True))
+            assert events[-1].type == "response.completed"
+            done = [e.item for e in events if e.type == "response.output_item.done"]
+            reply = events[-1].response  # type: ignore[union-attr]
+            assert [i.model_dump() for i in done] == [i.model_dump() for i in reply.output]
+        else:
+            reply = client.responses.create(**params)
+        previous = reply.id
+        output = [{**item.model_dump(exclude_none=True), "status": None} for item in reply.output]
+        output = [{k: v for k, v in item.items() if v is not None} for item in output]
+        calls = [item for item in reply.output if item.type == "function_call"]
+        items += output
+        new = []
+        for fc in calls:
+            arguments = json.loads(fc.arguments)  # type: ignore[union-attr]
+            result = {"type": "function_call_output", "call_id": fc.call_id,  # type: ignore[union-attr]
+                      "output": str(arguments["a"] + arguments["b"])}
+            items.append(result)
+            new.append(result)
+        if not calls:
+            break
+    turns = list(store.close_session(key).turns)
+    assert reply.output_text == "The answer is 6." and len(turns) == 3
+    assert_prefixes(turns)
+    assert [(m.get("name"), m["content"]) for m in turns[-1].request["messages"] if m["role"] == "tool"] == \
+        [("add", "5"), ("add", "6")]
+
+
+RESPONSES_BAD: list[tuple[Any, int]] = [
+    (b"{not json", 400),
+    ([], 400),
+    ({}, 400),
+    ({"input": []}, 400),
+    ({"input": 5}, 400),
+    ({"input": [{"role": "wizard", "content": "hi"}]}, 400),
+    ({"input": [{"role": "user", "content": 5}]}, 400),
+    ({"input": [{"role": "user", "content": [{"type": "input_image"}]}]}, 400),
+    ({"input": [{"type": "function_call", "name": "add"}]}, 400),
+    ({"input": [{"type": "function_call_output", "output": "5"}]}, 400),
+    ({"input": [{"type": "web_search_call"}]}, 400),
+    ({"input": "hi", "instructions": 3}, 400),
+    ({"input": "hi", "max_output_tokens": 0}, 400),
+    ({"input": "hi", "temperature": "hot"}, 400),
+    ({"input": "hi", "stream": "yes"}, 400),
+    ({"input": "hi", "tools": [{"type": "web_search"}]}, 400),
+    ({"input": "hi", "tools": [RESPONSES_ADD], "tool_choice": "sometimes"}, 400),
+    ({"input": "hi", "previous_response_id": "resp_unknown"}, 404),
+    ({"input": "hi", "previous_response_id": 7}, 404),
+]
+
+
+def test_responses_bad_bodies_get_openai_errors(local: PolicyServer) -> None:
+    for body, status in RESPONSES_BAD:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        reply = httpx.post(f"{local.base_url}/responses", content=content,
+                           headers={"content-type": "application/json"}, timeout=30)
+        error = reply.json()["error"]
+        assert reply.status_code == status and error["type"] == "invalid_request_error", (body, reply.text)
+        assert isinstance(error["message"], str)

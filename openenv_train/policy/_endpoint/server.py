@@ -23,6 +23,7 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from .._chat_client import api_key_for
 from .._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from .._stream_events import DeltaFold, stream_chat
 from .._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
-from .._wire import anthropic_messages
+from .._wire import anthropic_messages, openai_responses
 from .._wire.openai_chat import completion_json, parse_chat_request
 from .._wire.openai_chunks import ChunkWriter
 from .capture import find_continuation, turns_for
@@ -73,10 +74,15 @@ class EndpointConfig:
     """Most prompt + completion tokens one capture session may use; a call made after that gets a 429 with code
     ``max_tokens_per_session`` (checked before each call, so the call that crosses it still completes).
     None for no cap."""
+    responses_kept: int = 256
+    """How many ``/v1/responses`` answers are kept in memory (their whole conversation) for a follow-up to name as
+    ``previous_response_id``; the oldest is forgotten first."""
 
     def __post_init__(self) -> None:
         if self.max_tokens_per_session is not None and self.max_tokens_per_session < 1:
             raise ValueError(f"max_tokens_per_session must be >= 1 or None, got {self.max_tokens_per_session}")
+        if self.responses_kept < 0:
+            raise ValueError(f"responses_kept must be >= 0, got {self.responses_kept}")
 
 
 def _json(status: int, payload: Any) -> HttpResponse:
@@ -206,6 +212,8 @@ class PolicyServer:
         """How often each limit was hit: ``token`` (refused for a missing or wrong token), ``max_tokens_per_session``."""
         # Per capture session: (tokens used, turns it held then), for max_tokens_per_session.
         self._used: dict[str, tuple[int, int]] = {}
+        # Per /v1/responses answer id: its conversation (input and reply, as chat messages), for previous_response_id.
+        self._conversations: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body,
                                name="policy endpoint")
         self._runner: EventLoopThread | None = None
@@ -321,6 +329,10 @@ class PolicyServer:
             if request.method != "POST":
                 raise InvalidRequest(f"use POST for {path}")
             return await (self._messages(request) if path == "/v1/messages" else self._count_tokens(request))
+        if path == "/v1/responses":
+            if request.method != "POST":
+                return _http_error(405, "use POST for /v1/responses")
+            return await self._responses(request)
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if request.method not in ("GET", "HEAD"):
                 return _http_error(405, f"use GET for {path}")
@@ -333,7 +345,7 @@ class PolicyServer:
                                f"{self.backend.model_id!r}", code="model_not_found")
             return _json(200, card)
         raise NotFound(f"no route {request.method} {request.path}; this server answers POST /v1/chat/completions, "
-                       "POST /v1/messages, GET /v1/models and GET /health")
+                       "POST /v1/messages, POST /v1/responses, GET /v1/models and GET /health")
 
     def _session(self, headers: dict[str, str]) -> str | None:
         """The capture session a request names, or None.
@@ -435,6 +447,38 @@ class PolicyServer:
         session = self._session(_keyed(request.headers, "x-api-key"))
         chat = parse_chat_request(anthropic_messages.chat_body(_body(request)), max_n=1)
         return await self._generate(chat, session, started_at, start, _ANTHROPIC)
+
+    async def _responses(self, request: HttpRequest) -> HttpResponse | HttpStream:
+        """OpenAI Responses: converted to the chat request it stands for (after the conversation of
+        ``previous_response_id``), answered and captured as one; its conversation is kept for a follow-up."""
+        started_at, start = time.time(), time.perf_counter()
+        session = self._session(request.headers)
+        body = _body(request)
+        history: list[dict[str, Any]] = []
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if previous is not None:
+            if not isinstance(previous, str) or previous not in self._conversations:
+                raise NotFound(f"previous response {previous!r} is not known here (this server keeps the last "
+                               f"{self.config.responses_kept} responses in memory); send the whole conversation as "
+                               "'input' instead", param="previous_response_id", code="previous_response_not_found")
+            history = self._conversations[previous]
+        converted, conversation = openai_responses.chat_body(body, history)
+        chat = parse_chat_request(converted, max_n=1)
+        keep = body.get("store") is not False and self.config.responses_kept > 0
+
+        def answer(result: ChatResult, chat: ChatRequest, completion: dict[str, Any]) -> dict[str, Any]:
+            response = openai_responses.response_json(result, response_id=completion["id"], created=int(started_at),
+                                                      request=body)
+            if keep:
+                self._conversations[completion["id"]] = [*conversation, result.choices[0].message]
+                while len(self._conversations) > self.config.responses_kept:
+                    self._conversations.popitem(last=False)
+            return response
+
+        def frames(chat: ChatRequest, answer_id: str, created: int, model: str) -> _Frames:
+            return _NamedFrames(openai_responses.ResponseEvents(response_id=answer_id, created=created, request=body))
+
+        return await self._generate(chat, session, started_at, start, _Dialect("resp_", answer, frames))
 
     async def _count_tokens(self, request: HttpRequest) -> HttpResponse:
         """Anthropic's ``count_tokens``: the prompt's length under the model's chat template, when the backend has a
