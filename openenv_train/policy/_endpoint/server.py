@@ -1,7 +1,10 @@
 """The policy endpoint: an OpenAI-compatible HTTP server over a backend that records every call it answers.
 
 ``POST /v1/chat/completions`` answers in OpenAI's format (plus vLLM-style ``prompt_token_ids`` and per-choice
-``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. A call that
+``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. The dialects agent
+harnesses speak, Anthropic Messages (``POST /v1/messages``, Claude Code; ``x-api-key`` stands for the bearer key) and
+the OpenAI Responses API (``POST /v1/responses``, Codex), are converted to the chat request they stand for and
+answered and captured by the same path; only their bodies, events and errors differ (:mod:`.._wire`). A call that
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
