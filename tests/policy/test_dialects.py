@@ -304,3 +304,91 @@ def test_responses_bad_bodies_get_openai_errors(local: PolicyServer) -> None:
         error = reply.json()["error"]
         assert reply.status_code == status and error["type"] == "invalid_request_error", (body, reply.text)
         assert isinstance(error["message"], str)
+
+
+# -- Google generateContent -----------------------------------------------------------------------------------------
+def gemini(server: PolicyServer, key: str) -> Any:
+    genai = pytest.importorskip("google.genai")
+    return genai.Client(api_key=key, http_options=genai.types.HttpOptions(base_url=server.url))
+
+
+def test_google_sdk_answers_streams_and_is_captured(local: PolicyServer, store: CaptureStore) -> None:
+    types = pytest.importorskip("google.genai.types")
+    key = session(store, "gemini")
+    client = gemini(local, key)
+    config = types.GenerateContentConfig(system_instruction="Be brief.", max_output_tokens=8, temperature=0)
+    whole = client.models.generate_content(model="tiny", contents="hi", config=config)
+    chunks = list(client.models.generate_content_stream(model="tiny", contents="hi", config=config))
+    counted = client.models.count_tokens(model="tiny", contents="hi")
+    turns = store.close_session(key).turns
+
+    assert whole.text and whole.candidates[0].finish_reason in ("STOP", "MAX_TOKENS")
+    assert "".join(c.text or "" for c in chunks) == whole.text
+    assert chunks[-1].usage_metadata.candidates_token_count == whole.usage_metadata.candidates_token_count
+    assert [t.node_id for t in turns] == [whole.response_id, chunks[-1].response_id]
+    chat = chat_turn(local, store, "gemini-chat", {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": [
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
+    for turn in turns:
+        assert turn.metadata["rollout_type"] == "train" and turn.prompt_token_ids == chat.prompt_token_ids
+        assert turn.completion_token_ids == chat.completion_token_ids
+    assert counted.total_tokens > 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_google_tool_loop_grows_one_token_prefix(scripted: PolicyServer, store: CaptureStore, stream: bool) -> None:
+    types = pytest.importorskip("google.genai.types")
+    key = session(store, f"gemini-loop-{stream}")
+    client = gemini(scripted, key)
+    tool = types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="add", description="Add two integers.", parameters_json_schema=ADD_SCHEMA)])
+    config = types.GenerateContentConfig(
+        tools=[tool], automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="What is 2 plus 3 plus 1?")])]
+    for _ in range(3):
+        if stream:
+            chunks = list(client.models.generate_content_stream(model="scripted", contents=contents, config=config))
+            parts = [p for c in chunks for p in c.candidates[0].content.parts or ()]
+            content = types.Content(role="model", parts=parts)
+        else:
+            content = client.models.generate_content(model="scripted", contents=contents, config=config) \
+                .candidates[0].content
+        contents.append(content)
+        calls = [p.function_call for p in content.parts if p.function_call]
+        if not calls:
+            break
+        contents.append(types.Content(role="user", parts=[types.Part.from_function_response(
+            name=c.name, response={"result": str(c.args["a"] + c.args["b"])}) for c in calls]))
+    turns = list(store.close_session(key).turns)
+    assert "".join(p.text or "" for p in content.parts) == "The answer is 6." and len(turns) == 3
+    assert_prefixes(turns)
+    assert [(m["name"], m["content"]) for m in turns[-1].request["messages"] if m["role"] == "tool"] == \
+        [("add", "5"), ("add", "6")]
+
+
+GOOGLE_BAD: list[tuple[Any, int]] = [
+    (b"{not json", 400),
+    ([], 400),
+    ({}, 400),
+    ({"contents": []}, 400),
+    ({"contents": [{"role": "system", "parts": [{"text": "hi"}]}]}, 400),
+    ({"contents": [{"role": "user", "parts": []}]}, 400),
+    ({"contents": [{"role": "user", "parts": [{"inlineData": {"data": ""}}]}]}, 400),
+    ({"contents": [{"role": "user", "parts": [{"functionCall": {"name": "add"}}]}]}, 400),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "systemInstruction": "Be brief."}, 400),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": {"temperature": "hot"}}, 400),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": {"candidateCount": 2}}, 400),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"googleSearch": {}}]}, 400),
+]
+
+
+def test_google_bad_bodies_get_google_errors(local: PolicyServer) -> None:
+    for body, status in GOOGLE_BAD:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        reply = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent", content=content,
+                           headers={"content-type": "application/json"}, timeout=30)
+        error = reply.json()["error"]
+        assert (reply.status_code, error["code"], error["status"]) == (status, status, "INVALID_ARGUMENT"), \
+            (body, reply.text)
+    unknown = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
+                         json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=30)
+    assert unknown.status_code == 404 and unknown.json()["error"]["status"] == "NOT_FOUND"

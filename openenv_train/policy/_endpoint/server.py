@@ -1,12 +1,15 @@
 """The policy endpoint: an OpenAI-compatible HTTP server over a backend that records every call it answers.
 
 ``POST /v1/chat/completions`` answers in OpenAI's format (plus vLLM-style ``prompt_token_ids`` and per-choice
-``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. The dialects agent
-harnesses speak, Anthropic Messages (``POST /v1/messages``, Claude Code; ``x-api-key`` stands for the bearer key) and
-the OpenAI Responses API (``POST /v1/responses``, Codex), are converted to the chat request they stand for and
-answered and captured by the same path; only their bodies, events and errors differ (:mod:`.._wire`). A call that
+``token_ids``/``token_logprobs``); ``GET /v1/models`` and ``GET /health`` say what is served. A call that
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
+
+The dialects agent harnesses speak are converted to the chat request they stand for, then answered and captured by
+the same path; only their bodies, events and errors differ (:mod:`.._wire`): Anthropic Messages
+(``POST /v1/messages``, Claude Code; ``x-api-key`` stands for the bearer key), the OpenAI Responses API
+(``POST /v1/responses``, Codex) and Google's generateContent (``POST /v1beta/models/{model}:generateContent``,
+Gemini CLI; ``x-goog-api-key``).
 
 ``"stream": true`` answers with server-sent events (:mod:`.._wire.openai_chunks`); the turn recorded is the one the
 same call without streaming records. The head is sent with the first token, so what fails before it (an engine
@@ -25,6 +28,7 @@ import contextlib
 import json
 import logging
 import time
+import urllib.parse
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
@@ -46,7 +50,7 @@ from .._chat_client import api_key_for
 from .._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from .._stream_events import DeltaFold, stream_chat
 from .._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
-from .._wire import anthropic_messages, openai_responses
+from .._wire import anthropic_messages, google_generate, openai_responses
 from .._wire.openai_chat import completion_json, parse_chat_request
 from .._wire.openai_chunks import ChunkWriter
 from .capture import find_continuation, turns_for
@@ -141,22 +145,27 @@ class _ChatFrames:
 
 
 class _NamedFrames:
-    """Named events (``event: <name>``) from a dialect's event writer; no ``[DONE]``."""
+    """The events of a dialect's event writer: ``(name, payload)`` pairs become named events (``event: <name>``,
+    Anthropic's and the Responses API's), bare payloads unnamed ones (Google's); no ``[DONE]``."""
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
 
+    @staticmethod
+    def _frames(events: list[Any]) -> list[bytes]:
+        return [_event(e[1], e[0]) if isinstance(e, tuple) else _event(e) for e in events]
+
     def start(self, first: StreamStart) -> list[bytes]:
-        return [_event(data, name) for name, data in self.writer.start(first)]
+        return self._frames(self.writer.start(first))
 
     def delta(self, delta: ChoiceDelta) -> list[bytes]:
-        return [_event(data, name) for name, data in self.writer.delta(delta)]
+        return self._frames(self.writer.delta(delta))
 
     def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]:
-        return [_event(data, name) for name, data in self.writer.finish(answer)]
+        return self._frames(self.writer.finish(answer))
 
     def error(self, exc: PolicyError) -> list[bytes]:
-        return [_event(data, name) for name, data in self.writer.error(exc)]
+        return self._frames(self.writer.error(exc))
 
     def end(self) -> list[bytes]:
         return []
@@ -175,6 +184,11 @@ class _Dialect:
 
 
 _CHAT = _Dialect("chatcmpl-", lambda result, chat, completion: completion, _ChatFrames)
+_GOOGLE = _Dialect(
+    "gen-", lambda result, chat, completion: google_generate.response_json(result, response_id=completion["id"]),
+    lambda chat, answer_id, created, model: _NamedFrames(google_generate.ResponseChunks(response_id=answer_id,
+                                                                                         model=model)),
+)
 _ANTHROPIC = _Dialect(
     "msg_", lambda result, chat, completion: anthropic_messages.message_json(result, message_id=completion["id"]),
     lambda chat, answer_id, created, model: _NamedFrames(anthropic_messages.MessageEvents(message_id=answer_id)),
@@ -318,6 +332,8 @@ class PolicyServer:
         except PolicyError as exc:
             if request.path.startswith("/v1/messages"):
                 return _json(exc.status, anthropic_messages.error_json(exc))
+            if request.path.startswith("/v1beta/") or _google_route(request.path) is not None:
+                return _json(exc.status, google_generate.error_json(exc))
             return _error(exc)
 
     async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
@@ -332,6 +348,14 @@ class PolicyServer:
             if request.method != "POST":
                 raise InvalidRequest(f"use POST for {path}")
             return await (self._messages(request) if path == "/v1/messages" else self._count_tokens(request))
+        google = _google_route(path)
+        if google is not None:
+            if request.method != "POST":
+                raise NotFound(f"no route {request.method} {request.path}; use POST")
+            return await self._generate_content(request, *google)
+        if path.startswith("/v1beta/"):
+            raise NotFound(f"no route {request.method} {request.path}; this server answers POST "
+                           "/v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens")
         if path == "/v1/responses":
             if request.method != "POST":
                 return _http_error(405, "use POST for /v1/responses")
@@ -348,7 +372,8 @@ class PolicyServer:
                                f"{self.backend.model_id!r}", code="model_not_found")
             return _json(200, card)
         raise NotFound(f"no route {request.method} {request.path}; this server answers POST /v1/chat/completions, "
-                       "POST /v1/messages, POST /v1/responses, GET /v1/models and GET /health")
+                       "POST /v1/messages, POST /v1/responses, POST /v1beta/models/{model}:generateContent, GET /v1/models and "
+                       "GET /health")
 
     def _session(self, headers: dict[str, str]) -> str | None:
         """The capture session a request names, or None.
@@ -483,6 +508,25 @@ class PolicyServer:
 
         return await self._generate(chat, session, started_at, start, _Dialect("resp_", answer, frames))
 
+    async def _generate_content(self, request: HttpRequest, model: str, method: str) -> HttpResponse | HttpStream:
+        """Google generateContent (``:streamGenerateContent`` streams as server-sent events, whatever ``alt`` says;
+        ``:countTokens`` counts the prompt): converted to the chat request it stands for, answered and captured as
+        one."""
+        started_at, start = time.time(), time.perf_counter()
+        headers = request.headers
+        if not headers.get("x-goog-api-key"):  # the key may come as ?key=... instead
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.target).query)
+            headers = {**headers, "x-goog-api-key": (query.get("key") or [""])[0]}
+        session = self._session(_keyed(headers, "x-goog-api-key"))
+        body = _body(request)
+        if method == "countTokens":
+            if isinstance(body, dict) and isinstance(body.get("generateContentRequest"), dict):
+                body = body["generateContentRequest"]
+            chat = parse_chat_request(google_generate.chat_body(body, model=model), max_n=1)
+            return _json(200, {"totalTokens": _prompt_tokens(self.backend, chat)})
+        converted = google_generate.chat_body(body, model=model, stream=method == "streamGenerateContent")
+        return await self._generate(parse_chat_request(converted, max_n=1), session, started_at, start, _GOOGLE)
+
     async def _count_tokens(self, request: HttpRequest) -> HttpResponse:
         """Anthropic's ``count_tokens``: the prompt's length under the model's chat template, when the backend has a
         tokenizer; else estimated at 4 characters a token."""
@@ -598,6 +642,17 @@ def _body(request: HttpRequest) -> Any:
         return loads(request.body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
+
+
+def _google_route(path: str) -> tuple[str, str] | None:
+    """``(model, method)`` of a Google route (``/v1beta/models/{model}:generateContent``, or under ``/v1``, where
+    google-genai sends it), else None."""
+    for prefix in ("/v1beta/models/", "/v1/models/"):
+        if path.startswith(prefix):
+            model, _, method = path[len(prefix):].rpartition(":")
+            if model and method in ("generateContent", "streamGenerateContent", "countTokens"):
+                return model, method
+    return None
 
 
 def _keyed(headers: dict[str, str], key_header: str) -> dict[str, str]:
