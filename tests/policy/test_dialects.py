@@ -192,6 +192,8 @@ def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: C
     unknown = httpx.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
                          headers={"x-api-key": "no-such-session"}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
+    wrong_method = httpx.get(url, timeout=30)
+    assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
     client = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
     with pytest.raises(anthropic.BadRequestError) as too_long:
         client.messages.create(model="tiny", max_tokens=8, messages=[{"role": "user", "content": "word " * 400}])
@@ -392,3 +394,5 @@ def test_google_bad_bodies_get_google_errors(local: PolicyServer) -> None:
     unknown = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
                          json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["status"] == "NOT_FOUND"
+    wrong_method = httpx.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == 405

@@ -346,12 +346,12 @@ class PolicyServer:
             return await self._chat(request)
         if path in ("/v1/messages", "/v1/messages/count_tokens"):
             if request.method != "POST":
-                raise InvalidRequest(f"use POST for {path}")
+                return _json(405, anthropic_messages.error_json(InvalidRequest(f"use POST for {path}")))
             return await (self._messages(request) if path == "/v1/messages" else self._count_tokens(request))
         google = _google_route(path)
         if google is not None:
             if request.method != "POST":
-                raise NotFound(f"no route {request.method} {request.path}; use POST")
+                return _json(405, google_generate.error_json(InvalidRequest(f"use POST for {path}"), 405))
             return await self._generate_content(request, *google)
         if path.startswith("/v1beta/"):
             raise NotFound(f"no route {request.method} {request.path}; this server answers POST "

@@ -22,7 +22,7 @@ __all__ = ["ResponseChunks", "chat_body", "error_json", "response_json"]
 _ROLES = {"user": "user", "model": "assistant"}
 _MODES = {"AUTO": "auto", "ANY": "required", "NONE": "none", "VALIDATED": "auto"}
 _FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "abort": "OTHER"}
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+_STATUS = {400: "INVALID_ARGUMENT", 405: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
 
 
@@ -250,10 +250,11 @@ class ResponseChunks:
         return [error_json(exc)]
 
 
-def error_json(exc: PolicyError) -> dict[str, Any]:
-    """Google's error body.
+def error_json(exc: PolicyError, status: int | None = None) -> dict[str, Any]:
+    """Google's error body (``status``: the HTTP status, when it is not the error's own).
 
     >>> error_json(InvalidRequest("bad"))
     {'error': {'code': 400, 'message': 'bad', 'status': 'INVALID_ARGUMENT'}}
     """
-    return {"error": {"code": exc.status, "message": exc.message, "status": _STATUS.get(exc.status, "INTERNAL")}}
+    code = status or exc.status
+    return {"error": {"code": code, "message": exc.message, "status": _STATUS.get(code, "INTERNAL")}}
