@@ -108,7 +108,8 @@ def test_anthropic_sdk_answers_streams_and_is_captured(local: PolicyServer, stor
     for turn in turns:
         assert turn.metadata["rollout_type"] == "train" and turn.prompt_token_ids == chat.prompt_token_ids
         assert turn.completion_token_ids == chat.completion_token_ids and turn.per_token_logps == chat.per_token_logps
-    assert turns[1].metadata["stream"] is True
+    assert turns[1].metadata["stream"] is True and turns[0].metadata["dialect"] == "anthropic_messages"
+    assert "dialect" not in chat.metadata
 
 
 def test_anthropic_sdk_with_tools_on_the_model(local: PolicyServer, store: CaptureStore) -> None:
@@ -221,6 +222,7 @@ def test_responses_sdk_answers_streams_and_follows_up(local: PolicyServer, store
     assert events[-1].response.output_text == whole.output_text  # type: ignore[union-attr]
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [t.node_id for t in turns] == [whole.id, events[-1].response.id, follow.id]  # type: ignore[union-attr]
+    assert {t.metadata["dialect"] for t in turns} == {"openai_responses"}
     chat = chat_turn(local, store, "codex-chat", {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": [
         {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
     for turn in turns[:2]:
@@ -328,6 +330,7 @@ def test_google_sdk_answers_streams_and_is_captured(local: PolicyServer, store: 
     assert "".join(c.text or "" for c in chunks) == whole.text
     assert chunks[-1].usage_metadata.candidates_token_count == whole.usage_metadata.candidates_token_count
     assert [t.node_id for t in turns] == [whole.response_id, chunks[-1].response_id]
+    assert {t.metadata["dialect"] for t in turns} == {"google_generate_content"}
     chat = chat_turn(local, store, "gemini-chat", {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": [
         {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})
     for turn in turns:

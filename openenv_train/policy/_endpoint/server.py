@@ -181,6 +181,12 @@ class _Dialect:
     """``(result, chat request, chat.completion body) -> the dialect's body``."""
     frames: Callable[[ChatRequest, str, int, str], _Frames]
     """``(chat request, answer id, created, model) -> the frames of a streamed answer``."""
+    name: str | None = None
+    """Recorded as the captured turn's metadata ``dialect`` (None for chat completions, the native one)."""
+
+    def info(self, info: dict[str, Any], **more: Any) -> dict[str, Any]:
+        """A result's ``info`` (turn metadata) with the dialect it was asked in."""
+        return {**info, **more, **({"dialect": self.name} if self.name else {})}
 
 
 _CHAT = _Dialect("chatcmpl-", lambda result, chat, completion: completion, _ChatFrames)
@@ -188,10 +194,12 @@ _GOOGLE = _Dialect(
     "gen-", lambda result, chat, completion: google_generate.response_json(result, response_id=completion["id"]),
     lambda chat, answer_id, created, model: _NamedFrames(google_generate.ResponseChunks(response_id=answer_id,
                                                                                          model=model)),
+    "google_generate_content",
 )
 _ANTHROPIC = _Dialect(
     "msg_", lambda result, chat, completion: anthropic_messages.message_json(result, message_id=completion["id"]),
     lambda chat, answer_id, created, model: _NamedFrames(anthropic_messages.MessageEvents(message_id=answer_id)),
+    "anthropic_messages",
 )
 
 
@@ -506,7 +514,7 @@ class PolicyServer:
         def frames(chat: ChatRequest, answer_id: str, created: int, model: str) -> _Frames:
             return _NamedFrames(openai_responses.ResponseEvents(response_id=answer_id, created=created, request=body))
 
-        return await self._generate(chat, session, started_at, start, _Dialect("resp_", answer, frames))
+        return await self._generate(chat, session, started_at, start, _Dialect("resp_", answer, frames, "openai_responses"))
 
     async def _generate_content(self, request: HttpRequest, model: str, method: str) -> HttpResponse | HttpStream:
         """Google generateContent (``:streamGenerateContent`` streams as server-sent events, whatever ``alt`` says;
@@ -554,6 +562,7 @@ class PolicyServer:
             raise
         except Exception as exc:  # the model broke on this request; others are unaffected
             raise _backend_failed(exc) from None
+        result.info = dialect.info(result.info)
         response = completion_json(result, chat, request_id=request_id, created=int(started_at))
         self._record(session, chat, result, response, started_at, start)
         return _json(200, dialect.answer(result, chat, response))
@@ -610,7 +619,7 @@ class PolicyServer:
                             yield frame
                     elif isinstance(event, ChatResult):
                         ended = True
-                        event.info = {**event.info, "stream": True}
+                        event.info = dialect.info(event.info, stream=True)
                         response = completion_json(event, chat, request_id=request_id, created=int(started_at))
                         self._record(session, chat, event, response, started_at, start)
                         for frame in frames.finish(event, dialect.answer(event, chat, response)):
@@ -625,7 +634,7 @@ class PolicyServer:
         finally:
             if not ended:  # the client left (cancelled, or closed at a yield): record what it was sent
                 cut = sent.cut(first, chat.sampling.n, self.backend.model_id)
-                cut.info["stream"] = True
+                cut.info = dialect.info(cut.info, stream=True)
                 response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
                 self._record(session, chat, cut, response, started_at, start)
         for frame in frames.end():
