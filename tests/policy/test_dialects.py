@@ -399,3 +399,21 @@ def test_google_bad_bodies_get_google_errors(local: PolicyServer) -> None:
     assert unknown.status_code == 404 and unknown.json()["error"]["status"] == "NOT_FOUND"
     wrong_method = httpx.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == 405
+
+
+def test_dialect_keys_carry_the_token_and_session(tiny: tuple[Any, Any]) -> None:
+    """With a token, each dialect's key is ``<token>:<session>`` as the bearer key is on the chat route."""
+    store = CaptureStore()
+    store.open_session("ep")
+    with PolicyServer(ScriptedBackend(lambda m: "ok", tiny[1]), capture=store, token="tok") as server:
+        claude = anthropic.Anthropic(base_url=server.url, api_key=server.api_key_for("ep"), max_retries=0)
+        assert claude.messages.create(model="m", max_tokens=4, messages=[{"role": "user", "content": "hi"}]) \
+            .content[0].text == "ok"  # type: ignore[union-attr]
+        codex = openai.OpenAI(base_url=server.base_url, api_key=server.api_key_for("ep"), max_retries=0)
+        assert codex.responses.create(model="m", input="hi").output_text == "ok"
+        assert gemini(server, server.api_key_for("ep")).models.generate_content(model="m", contents="hi").text == "ok"
+        refused = httpx.post(f"{server.url}/v1/messages", headers={"x-api-key": "wrong:ep"},
+                             json={"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+    assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
+    assert [t.metadata["dialect"] for t in store.close_session("ep").turns] == [
+        "anthropic_messages", "openai_responses", "google_generate_content"]
