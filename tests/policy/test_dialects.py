@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from openenv_train.policy import LocalBackend, LocalConfig, PolicyServer, ScriptedBackend
+from openenv_train.policy import EndpointConfig, LocalBackend, LocalConfig, PolicyServer, ScriptedBackend
 from openenv_train.trace import CaptureStore, TrainingTurn
 
 anthropic = pytest.importorskip("anthropic")
@@ -417,3 +417,15 @@ def test_dialect_keys_carry_the_token_and_session(tiny: tuple[Any, Any]) -> None
     assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
     assert [t.metadata["dialect"] for t in store.close_session("ep").turns] == [
         "anthropic_messages", "openai_responses", "google_generate_content"]
+
+
+def test_a_spent_session_gets_the_dialects_rate_limit_error(tiny: tuple[Any, Any]) -> None:
+    store = CaptureStore()
+    store.open_session("ep")
+    body = {"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+    with PolicyServer(ScriptedBackend(lambda m: "ok", tiny[1]), capture=store,
+                      config=EndpointConfig(max_tokens_per_session=1)) as server:
+        first, second = (httpx.post(f"{server.url}/v1/messages", json=body, headers={"x-api-key": "ep"}, timeout=30)
+                         for _ in range(2))
+    assert first.status_code == 200 and second.status_code == 429
+    assert second.json()["error"]["type"] == "rate_limit_error" and second.headers["x-should-retry"] == "false"

@@ -100,8 +100,9 @@ def _event(payload: Any, name: str | None = None) -> bytes:
     return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False), name)
 
 
-def _error(exc: PolicyError) -> HttpResponse:
-    response = _json(exc.status, exc.to_json())
+def _error(exc: PolicyError, payload: dict[str, Any] | None = None) -> HttpResponse:
+    """The response of a failed request: ``payload`` (a dialect's error body), else OpenAI's."""
+    response = _json(exc.status, exc.to_json() if payload is None else payload)
     if isinstance(exc, TokenLimitExceeded):  # retrying cannot help: tell OpenAI's clients not to
         response.headers.append(("x-should-retry", "false"))
     return response
@@ -333,15 +334,15 @@ class PolicyServer:
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, request: HttpRequest) -> HttpResponse | HttpStream:
-        """Route one HTTP request; every failure becomes an error body in the dialect of its route (OpenAI's,
-        or Anthropic's on ``/v1/messages``)."""
+        """Route one HTTP request; every failure becomes an error body in the dialect of its route (OpenAI's;
+        Anthropic's on ``/v1/messages``, Google's on its generateContent routes)."""
         try:
             return await self._route(request)
         except PolicyError as exc:
             if request.path.startswith("/v1/messages"):
-                return _json(exc.status, anthropic_messages.error_json(exc))
+                return _error(exc, anthropic_messages.error_json(exc))
             if request.path.startswith("/v1beta/") or _google_route(request.path) is not None:
-                return _json(exc.status, google_generate.error_json(exc))
+                return _error(exc, google_generate.error_json(exc))
             return _error(exc)
 
     async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
