@@ -429,3 +429,18 @@ def test_a_spent_session_gets_the_dialects_rate_limit_error(tiny: tuple[Any, Any
                          for _ in range(2))
     assert first.status_code == 200 and second.status_code == 429
     assert second.json()["error"]["type"] == "rate_limit_error" and second.headers["x-should-retry"] == "false"
+
+
+def test_a_stop_sequence_is_the_stop_reason(local: PolicyServer) -> None:
+    client = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
+    params: dict[str, Any] = {"model": "tiny", "max_tokens": 12, "temperature": 0,
+                              "messages": [{"role": "user", "content": "tell me"}]}
+    free = client.messages.create(**params).content[0].text  # type: ignore[union-attr]
+    stop = free.strip()[len(free.strip()) // 2:][:2]
+    assert stop, free
+    stopped = client.messages.create(**params, stop_sequences=["\u2603never", stop])
+    with client.messages.stream(**params, stop_sequences=["\u2603never", stop]) as stream:
+        streamed = stream.get_final_message()
+    for reply in (stopped, streamed):
+        assert (reply.stop_reason, reply.stop_sequence) == ("stop_sequence", stop)
+        assert free.startswith("".join(b.text for b in reply.content if b.type == "text"))

@@ -214,9 +214,10 @@ def message_json(result: ChatResult, *, message_id: str) -> dict[str, Any]:
     for call in choice.message.get("tool_calls") or ():
         blocks.append({"type": "tool_use", "id": call.get("id") or f"toolu_{len(blocks)}",
                        "name": call["function"]["name"], "input": _input(call["function"].get("arguments"))})
+    stopped = choice.stop_sequence if choice.finish_reason == "stop" else None
     return {"id": message_id, "type": "message", "role": "assistant", "model": result.model, "content": blocks,
-            "stop_reason": _STOP_REASONS.get(choice.finish_reason, "end_turn"), "stop_sequence": None,
-            "usage": _usage(result)}
+            "stop_reason": "stop_sequence" if stopped else _STOP_REASONS.get(choice.finish_reason, "end_turn"),
+            "stop_sequence": stopped, "usage": _usage(result)}
 
 
 class MessageEvents:
@@ -281,7 +282,8 @@ class MessageEvents:
         """Close the open block, then ``message_delta`` and ``message_stop`` (``message``: the unstreamed body)."""
         return [*self._close(),
                 ("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                                   "delta": {"stop_reason": message["stop_reason"],
+                                             "stop_sequence": message["stop_sequence"]},
                                    "usage": message["usage"]}),
                 ("message_stop", {"type": "message_stop"})]
 
