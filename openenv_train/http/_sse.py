@@ -12,13 +12,17 @@ __all__ = ["SSE_DONE", "SseDecoder", "sse_event"]
 SSE_DONE = "[DONE]"
 
 
-def sse_event(data: str) -> bytes:
-    """One event carrying ``data`` (each line of it becomes a ``data:`` line).
+def sse_event(data: str, event: str | None = None) -> bytes:
+    """One event carrying ``data`` (each line of it becomes a ``data:`` line), named ``event`` when given
+    (Anthropic's and the Responses API's streams name every event; OpenAI's chat stream names none).
 
     >>> sse_event('{"a": 1}')
     b'data: {"a": 1}\\n\\n'
+    >>> sse_event('{}', 'message_stop')
+    b'event: message_stop\\ndata: {}\\n\\n'
     """
-    return "".join(f"data: {line}\n" for line in data.split("\n")).encode() + b"\n"
+    head = f"event: {event}\n" if event else ""
+    return (head + "".join(f"data: {line}\n" for line in data.split("\n"))).encode() + b"\n"
 
 
 class SseDecoder:

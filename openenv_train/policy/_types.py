@@ -128,6 +128,9 @@ class ChatChoice:
     """One logprob per completion token (see the backend for which distribution)."""
     openai_logprobs: dict[str, Any] | None = None
     """OpenAI ``logprobs`` object (``{"content": [...]}``), when asked for."""
+    stop_sequence: str | None = None
+    """The stop string (``stop``) that ended the completion, when one did and the backend can tell (Anthropic's
+    ``stop_reason: "stop_sequence"``)."""
 
 
 @dataclass

@@ -494,7 +494,7 @@ class LocalBackend:
         message = reply_message(out.text, parse_tools=parse_tools)
         finish: FinishReason = "tool_calls" if "tool_calls" in message and out.finish_reason == "stop" \
             else out.finish_reason
-        choice = ChatChoice(message, finish, out.token_ids, out.logprobs)
+        choice = ChatChoice(message, finish, out.token_ids, out.logprobs, stop_sequence=out.stop_sequence)
         if request.sampling.logprobs:
             choice.openai_logprobs = self._openai_logprobs(out, request)
         return choice

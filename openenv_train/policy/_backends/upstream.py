@@ -250,7 +250,9 @@ def _result(data: dict[str, Any], request: ChatRequest, *, sent: dict[str, Any],
         if ids is None or logprobs is None or len(ids) != len(logprobs):
             exact, ids, logprobs = False, None, None
         message = dict(entry.get("message") or {"role": "assistant", "content": ""})
-        choice = ChatChoice(message, entry.get("finish_reason") or "stop", ids, logprobs)
+        # vLLM names the stop string that ended a choice in stop_reason (a token id when a stop token did)
+        stopped = entry.get("stop_reason") if isinstance(entry.get("stop_reason"), str) else None
+        choice = ChatChoice(message, entry.get("finish_reason") or "stop", ids, logprobs, stop_sequence=stopped)
         if request.sampling.logprobs:
             choice.openai_logprobs = entry.get("logprobs")
         choices.append(choice)

@@ -5,6 +5,12 @@
 names a capture session (``Authorization: Bearer <session id>`` or ``X-Capture-Session: <session id>``) is
 recorded in the :class:`~openenv_train.trace.CaptureStore` as one TrainingTurn per choice.
 
+The dialects agent harnesses speak are converted to the chat request they stand for, then answered and captured by
+the same path; only their bodies, events and errors differ (:mod:`.._wire`): Anthropic Messages
+(``POST /v1/messages``, Claude Code; ``x-api-key`` stands for the bearer key), the OpenAI Responses API
+(``POST /v1/responses``, Codex) and Google's generateContent (``POST /v1beta/models/{model}:generateContent``,
+Gemini CLI; ``x-goog-api-key``).
+
 ``"stream": true`` answers with server-sent events (:mod:`.._wire.openai_chunks`); the turn recorded is the one the
 same call without streaming records. The head is sent with the first token, so what fails before it (an engine
 that died holding the request: 503) is a plain HTTP error; after it, an error event. A client that leaves
@@ -22,10 +28,12 @@ import contextlib
 import json
 import logging
 import time
+import urllib.parse
 import uuid
-from collections.abc import AsyncGenerator
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ...core import (
     POLICY_TOKEN_ENV,
@@ -42,6 +50,7 @@ from .._chat_client import api_key_for
 from .._errors import AuthenticationFailed, BackendFailed, InvalidRequest, NotFound, PolicyError, TokenLimitExceeded
 from .._stream_events import DeltaFold, stream_chat
 from .._types import ChatRequest, ChatResult, ChoiceDelta, PolicyBackend, StreamEvent, StreamStart
+from .._wire import anthropic_messages, google_generate, openai_responses
 from .._wire.openai_chat import completion_json, parse_chat_request
 from .._wire.openai_chunks import ChunkWriter
 from .capture import find_continuation, turns_for
@@ -72,22 +81,28 @@ class EndpointConfig:
     """Most prompt + completion tokens one capture session may use; a call made after that gets a 429 with code
     ``max_tokens_per_session`` (checked before each call, so the call that crosses it still completes).
     None for no cap."""
+    responses_kept: int = 256
+    """How many ``/v1/responses`` answers are kept in memory (their whole conversation) for a follow-up to name as
+    ``previous_response_id``; the oldest is forgotten first."""
 
     def __post_init__(self) -> None:
         if self.max_tokens_per_session is not None and self.max_tokens_per_session < 1:
             raise ValueError(f"max_tokens_per_session must be >= 1 or None, got {self.max_tokens_per_session}")
+        if self.responses_kept < 0:
+            raise ValueError(f"responses_kept must be >= 0, got {self.responses_kept}")
 
 
 def _json(status: int, payload: Any) -> HttpResponse:
     return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
 
 
-def _event(payload: Any) -> bytes:
-    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False))
+def _event(payload: Any, name: str | None = None) -> bytes:
+    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False), name)
 
 
-def _error(exc: PolicyError) -> HttpResponse:
-    response = _json(exc.status, exc.to_json())
+def _error(exc: PolicyError, payload: dict[str, Any] | None = None) -> HttpResponse:
+    """The response of a failed request: ``payload`` (a dialect's error body), else OpenAI's."""
+    response = _json(exc.status, exc.to_json() if payload is None else payload)
     if isinstance(exc, TokenLimitExceeded):  # retrying cannot help: tell OpenAI's clients not to
         response.headers.append(("x-should-retry", "false"))
     return response
@@ -96,6 +111,97 @@ def _error(exc: PolicyError) -> HttpResponse:
 def _http_error(status: int, message: str) -> HttpResponse:
     kind = "invalid_request_error" if status < 500 else "server_error"
     return _json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+
+
+class _Frames(Protocol):
+    """The SSE frames of one streamed answer in a dialect (what its clients read)."""
+
+    def start(self, first: StreamStart) -> list[bytes]: ...
+    def delta(self, delta: ChoiceDelta) -> list[bytes]: ...
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]: ...
+    def error(self, exc: PolicyError) -> list[bytes]: ...
+    def end(self) -> list[bytes]: ...
+
+
+class _ChatFrames:
+    """``chat.completion.chunk`` events, ending with ``data: [DONE]``."""
+
+    def __init__(self, chat: ChatRequest, request_id: str, created: int, model: str) -> None:
+        self.writer = ChunkWriter(chat, request_id=request_id, created=created, model=model)
+
+    def start(self, first: StreamStart) -> list[bytes]:
+        return [_event(chunk) for chunk in self.writer.start(first)]
+
+    def delta(self, delta: ChoiceDelta) -> list[bytes]:
+        return [_event(self.writer.delta(delta))]
+
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]:
+        return [_event(chunk) for chunk in self.writer.finish(result)]
+
+    def error(self, exc: PolicyError) -> list[bytes]:
+        return [_event(self.writer.error(exc))]
+
+    def end(self) -> list[bytes]:
+        return [sse_event(SSE_DONE)]
+
+
+class _NamedFrames:
+    """The events of a dialect's event writer: ``(name, payload)`` pairs become named events (``event: <name>``,
+    Anthropic's and the Responses API's), bare payloads unnamed ones (Google's); no ``[DONE]``."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    @staticmethod
+    def _frames(events: list[Any]) -> list[bytes]:
+        return [_event(e[1], e[0]) if isinstance(e, tuple) else _event(e) for e in events]
+
+    def start(self, first: StreamStart) -> list[bytes]:
+        return self._frames(self.writer.start(first))
+
+    def delta(self, delta: ChoiceDelta) -> list[bytes]:
+        return self._frames(self.writer.delta(delta))
+
+    def finish(self, result: ChatResult, answer: dict[str, Any]) -> list[bytes]:
+        return self._frames(self.writer.finish(answer))
+
+    def error(self, exc: PolicyError) -> list[bytes]:
+        return self._frames(self.writer.error(exc))
+
+    def end(self) -> list[bytes]:
+        return []
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """How one wire format answers what the shared chat path generated and captured."""
+
+    id_prefix: str
+    """The prefix of answer ids (``chatcmpl-``, ``msg_``, ``resp_``); the captured turn's node id is the answer's."""
+    answer: Callable[[ChatResult, ChatRequest, dict[str, Any]], dict[str, Any]]
+    """``(result, chat request, chat.completion body) -> the dialect's body``."""
+    frames: Callable[[ChatRequest, str, int, str], _Frames]
+    """``(chat request, answer id, created, model) -> the frames of a streamed answer``."""
+    name: str | None = None
+    """Recorded as the captured turn's metadata ``dialect`` (None for chat completions, the native one)."""
+
+    def info(self, info: dict[str, Any], **more: Any) -> dict[str, Any]:
+        """A result's ``info`` (turn metadata) with the dialect it was asked in."""
+        return {**info, **more, **({"dialect": self.name} if self.name else {})}
+
+
+_CHAT = _Dialect("chatcmpl-", lambda result, chat, completion: completion, _ChatFrames)
+_GOOGLE = _Dialect(
+    "gen-", lambda result, chat, completion: google_generate.response_json(result, response_id=completion["id"]),
+    lambda chat, answer_id, created, model: _NamedFrames(google_generate.ResponseChunks(response_id=answer_id,
+                                                                                         model=model)),
+    "google_generate_content",
+)
+_ANTHROPIC = _Dialect(
+    "msg_", lambda result, chat, completion: anthropic_messages.message_json(result, message_id=completion["id"]),
+    lambda chat, answer_id, created, model: _NamedFrames(anthropic_messages.MessageEvents(message_id=answer_id)),
+    "anthropic_messages",
+)
 
 
 class PolicyServer:
@@ -132,6 +238,8 @@ class PolicyServer:
         """How often each limit was hit: ``token`` (refused for a missing or wrong token), ``max_tokens_per_session``."""
         # Per capture session: (tokens used, turns it held then), for max_tokens_per_session.
         self._used: dict[str, tuple[int, int]] = {}
+        # Per /v1/responses answer id: its conversation (input and reply, as chat messages), for previous_response_id.
+        self._conversations: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self.http = HttpServer(self.handle, _http_error, host=host, port=port, max_body=self.config.max_body,
                                name="policy endpoint")
         self._runner: EventLoopThread | None = None
@@ -226,10 +334,15 @@ class PolicyServer:
 
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, request: HttpRequest) -> HttpResponse | HttpStream:
-        """Route one HTTP request; every failure becomes an OpenAI-style error body."""
+        """Route one HTTP request; every failure becomes an error body in the dialect of its route (OpenAI's;
+        Anthropic's on ``/v1/messages``, Google's on its generateContent routes)."""
         try:
             return await self._route(request)
         except PolicyError as exc:
+            if request.path.startswith("/v1/messages"):
+                return _error(exc, anthropic_messages.error_json(exc))
+            if request.path.startswith("/v1beta/") or _google_route(request.path) is not None:
+                return _error(exc, google_generate.error_json(exc))
             return _error(exc)
 
     async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
@@ -240,6 +353,22 @@ class PolicyServer:
             if request.method != "POST":
                 return _http_error(405, "use POST for /v1/chat/completions")
             return await self._chat(request)
+        if path in ("/v1/messages", "/v1/messages/count_tokens"):
+            if request.method != "POST":
+                return _json(405, anthropic_messages.error_json(InvalidRequest(f"use POST for {path}")))
+            return await (self._messages(request) if path == "/v1/messages" else self._count_tokens(request))
+        google = _google_route(path)
+        if google is not None:
+            if request.method != "POST":
+                return _json(405, google_generate.error_json(InvalidRequest(f"use POST for {path}"), 405))
+            return await self._generate_content(request, *google)
+        if path.startswith("/v1beta/"):
+            raise NotFound(f"no route {request.method} {request.path}; this server answers POST "
+                           "/v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens")
+        if path == "/v1/responses":
+            if request.method != "POST":
+                return _http_error(405, "use POST for /v1/responses")
+            return await self._responses(request)
         if path == "/v1/models" or path.startswith("/v1/models/"):
             if request.method not in ("GET", "HEAD"):
                 return _http_error(405, f"use GET for {path}")
@@ -252,7 +381,8 @@ class PolicyServer:
                                f"{self.backend.model_id!r}", code="model_not_found")
             return _json(200, card)
         raise NotFound(f"no route {request.method} {request.path}; this server answers POST /v1/chat/completions, "
-                       "GET /v1/models and GET /health")
+                       "POST /v1/messages, POST /v1/responses, POST /v1beta/models/{model}:generateContent, GET /v1/models and "
+                       "GET /health")
 
     def _session(self, headers: dict[str, str]) -> str | None:
         """The capture session a request names, or None.
@@ -345,28 +475,98 @@ class PolicyServer:
     async def _chat(self, request: HttpRequest) -> HttpResponse | HttpStream:
         started_at, start = time.time(), time.perf_counter()
         session = self._session(request.headers)
-        try:
-            body = loads(request.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
-        chat = parse_chat_request(body, max_n=self.config.max_n)
+        chat = parse_chat_request(_body(request), max_n=self.config.max_n)
+        return await self._generate(chat, session, started_at, start, _CHAT)
+
+    async def _messages(self, request: HttpRequest) -> HttpResponse | HttpStream:
+        """Anthropic Messages: converted to the chat request it stands for, answered and captured as one."""
+        started_at, start = time.time(), time.perf_counter()
+        session = self._session(_keyed(request.headers, "x-api-key"))
+        chat = parse_chat_request(anthropic_messages.chat_body(_body(request)), max_n=1)
+        return await self._generate(chat, session, started_at, start, _ANTHROPIC)
+
+    async def _responses(self, request: HttpRequest) -> HttpResponse | HttpStream:
+        """OpenAI Responses: converted to the chat request it stands for (after the conversation of
+        ``previous_response_id``), answered and captured as one; its conversation is kept for a follow-up."""
+        started_at, start = time.time(), time.perf_counter()
+        session = self._session(request.headers)
+        body = _body(request)
+        history: list[dict[str, Any]] = []
+        previous = body.get("previous_response_id") if isinstance(body, dict) else None
+        if previous is not None:
+            if not isinstance(previous, str) or previous not in self._conversations:
+                raise NotFound(f"previous response {previous!r} is not known here (this server keeps the last "
+                               f"{self.config.responses_kept} responses in memory); send the whole conversation as "
+                               "'input' instead", param="previous_response_id", code="previous_response_not_found")
+            history = self._conversations[previous]
+        converted, conversation = openai_responses.chat_body(body, history)
+        chat = parse_chat_request(converted, max_n=1)
+        keep = body.get("store") is not False and self.config.responses_kept > 0
+
+        def answer(result: ChatResult, chat: ChatRequest, completion: dict[str, Any]) -> dict[str, Any]:
+            response = openai_responses.response_json(result, response_id=completion["id"], created=int(started_at),
+                                                      request=body)
+            if keep:
+                self._conversations[completion["id"]] = [*conversation, result.choices[0].message]
+                while len(self._conversations) > self.config.responses_kept:
+                    self._conversations.popitem(last=False)
+            return response
+
+        def frames(chat: ChatRequest, answer_id: str, created: int, model: str) -> _Frames:
+            return _NamedFrames(openai_responses.ResponseEvents(response_id=answer_id, created=created, request=body))
+
+        return await self._generate(chat, session, started_at, start, _Dialect("resp_", answer, frames, "openai_responses"))
+
+    async def _generate_content(self, request: HttpRequest, model: str, method: str) -> HttpResponse | HttpStream:
+        """Google generateContent (``:streamGenerateContent`` streams as server-sent events, whatever ``alt`` says;
+        ``:countTokens`` counts the prompt): converted to the chat request it stands for, answered and captured as
+        one."""
+        started_at, start = time.time(), time.perf_counter()
+        headers = request.headers
+        if not headers.get("x-goog-api-key"):  # the key may come as ?key=... instead
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.target).query)
+            headers = {**headers, "x-goog-api-key": (query.get("key") or [""])[0]}
+        session = self._session(_keyed(headers, "x-goog-api-key"))
+        body = _body(request)
+        if method == "countTokens":
+            if isinstance(body, dict) and isinstance(body.get("generateContentRequest"), dict):
+                body = body["generateContentRequest"]
+            chat = parse_chat_request(google_generate.chat_body(body, model=model), max_n=1)
+            return _json(200, {"totalTokens": _prompt_tokens(self.backend, chat)})
+        converted = google_generate.chat_body(body, model=model, stream=method == "streamGenerateContent")
+        return await self._generate(parse_chat_request(converted, max_n=1), session, started_at, start, _GOOGLE)
+
+    async def _count_tokens(self, request: HttpRequest) -> HttpResponse:
+        """Anthropic's ``count_tokens``: the prompt's length under the model's chat template, when the backend has a
+        tokenizer; else estimated at 4 characters a token."""
+        self._session(_keyed(request.headers, "x-api-key"))
+        body = _body(request)
+        if isinstance(body, dict) and "max_tokens" not in body:
+            body = {**body, "max_tokens": 1}  # count_tokens takes no max_tokens
+        chat = parse_chat_request(anthropic_messages.chat_body(body), max_n=1)
+        return _json(200, {"input_tokens": _prompt_tokens(self.backend, chat)})
+
+    async def _generate(self, chat: ChatRequest, session: str | None, started_at: float, start: float,
+                        dialect: _Dialect) -> HttpResponse | HttpStream:
+        """Answer a parsed chat request (from any dialect), record it in its capture session, reply in ``dialect``."""
         if session is not None:
             self._check_budget(session)
         if session is not None and self.config.token_continuity:
             assert self.capture is not None
             chat.continuation = find_continuation(self.capture, session, chat)
+        request_id = f"{dialect.id_prefix}{uuid.uuid4().hex}"
         if chat.stream:
-            return await self._open_stream(chat, session, started_at, start)
+            return await self._open_stream(chat, session, started_at, start, dialect, request_id)
         try:
             result = await self.backend.chat(chat)
         except PolicyError:
             raise
         except Exception as exc:  # the model broke on this request; others are unaffected
             raise _backend_failed(exc) from None
-        request_id = f"chatcmpl-{uuid.uuid4().hex}"
+        result.info = dialect.info(result.info)
         response = completion_json(result, chat, request_id=request_id, created=int(started_at))
         self._record(session, chat, result, response, started_at, start)
-        return _json(200, response)
+        return _json(200, dialect.answer(result, chat, response))
 
     def _record(self, session: str | None, chat: ChatRequest, result: ChatResult, response: dict[str, Any],
                 started_at: float, start: float) -> None:
@@ -383,8 +583,8 @@ class PolicyServer:
             log.warning("capture session %s closed before its call returned; the turn is not recorded",
                         mask_secret(session))
 
-    async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float,
-                           start: float) -> HttpStream:
+    async def _open_stream(self, chat: ChatRequest, session: str | None, started_at: float, start: float,
+                           dialect: _Dialect, request_id: str) -> HttpStream:
         """Start the backend's stream and wait for its first token (or its whole result) before the head is sent:
         what fails before then (a bad request, a prompt too long, an engine that died holding the request) is still a
         plain HTTP error, which clients retry where its status says so (503)."""
@@ -399,43 +599,93 @@ class PolicyServer:
             if isinstance(exc, Exception) and not isinstance(exc, PolicyError):
                 raise _backend_failed(exc) from None
             raise
-        return HttpStream(200, self._stream(chat, session, first, lead, events, started_at, start))
+        frames = dialect.frames(chat, request_id, int(started_at), first.model)
+        return HttpStream(200, self._stream(chat, session, first, lead, events, started_at, start, dialect,
+                                            request_id, frames))
 
     async def _stream(self, chat: ChatRequest, session: str | None, first: StreamStart, lead: StreamEvent | None,
-                      events: AsyncGenerator[StreamEvent, None], started_at: float, start: float) -> AsyncGenerator[bytes, None]:
+                      events: AsyncGenerator[StreamEvent, None], started_at: float, start: float, dialect: _Dialect,
+                      request_id: str, frames: _Frames) -> AsyncGenerator[bytes, None]:
         """The SSE body of a streamed call (``lead``: its event after ``first``, already taken); records its turn
-        before the last chunks, or a cut turn if it is cut."""
-        request_id = f"chatcmpl-{uuid.uuid4().hex}"
-        writer = ChunkWriter(chat, request_id=request_id, created=int(started_at), model=first.model)
+        before the last events, or a cut turn if it is cut."""
         sent, ended = DeltaFold(), False
         try:
             async with contextlib.aclosing(events), contextlib.aclosing(_chain(lead, events)) as stream:
-                for chunk in writer.start(first):
-                    yield _event(chunk)
+                for frame in frames.start(first):
+                    yield frame
                 async for event in stream:
                     if isinstance(event, ChoiceDelta):
                         sent.add(event)
-                        yield _event(writer.delta(event))
+                        for frame in frames.delta(event):
+                            yield frame
                     elif isinstance(event, ChatResult):
                         ended = True
-                        event.info = {**event.info, "stream": True}
+                        event.info = dialect.info(event.info, stream=True)
                         response = completion_json(event, chat, request_id=request_id, created=int(started_at))
                         self._record(session, chat, event, response, started_at, start)
-                        for chunk in writer.finish(event):
-                            yield _event(chunk)
+                        for frame in frames.finish(event, dialect.answer(event, chat, response)):
+                            yield frame
             if not ended:
                 raise BackendFailed("the backend's stream ended without its result")
-        except Exception as exc:  # after the head: the error is an event (OpenAI's clients raise it)
+        except Exception as exc:  # after the head: the error is an event (the clients raise it)
             ended = True
             failure = exc if isinstance(exc, PolicyError) else _backend_failed(exc)
-            yield _event(writer.error(failure))
+            for frame in frames.error(failure):
+                yield frame
         finally:
             if not ended:  # the client left (cancelled, or closed at a yield): record what it was sent
                 cut = sent.cut(first, chat.sampling.n, self.backend.model_id)
-                cut.info["stream"] = True
+                cut.info = dialect.info(cut.info, stream=True)
                 response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
                 self._record(session, chat, cut, response, started_at, start)
-        yield sse_event(SSE_DONE)
+        for frame in frames.end():
+            yield frame
+
+
+def _body(request: HttpRequest) -> Any:
+    """The request's JSON body.
+
+    Raises:
+        InvalidRequest: it is not valid JSON.
+    """
+    try:
+        return loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the request body is not valid JSON: {exc}") from None
+
+
+def _google_route(path: str) -> tuple[str, str] | None:
+    """``(model, method)`` of a Google route (``/v1beta/models/{model}:generateContent``, or under ``/v1``, where
+    google-genai sends it), else None."""
+    for prefix in ("/v1beta/models/", "/v1/models/"):
+        if path.startswith(prefix):
+            model, _, method = path[len(prefix):].rpartition(":")
+            if model and method in ("generateContent", "streamGenerateContent", "countTokens"):
+                return model, method
+    return None
+
+
+def _keyed(headers: dict[str, str], key_header: str) -> dict[str, str]:
+    """``headers`` with the dialect's key header (``x-api-key``) read as ``Authorization: Bearer``, so it names the
+    capture session (or carries the token) as the bearer key does on the chat route."""
+    key = headers.get(key_header, "").strip()
+    if not key or headers.get("authorization"):
+        return headers
+    return {**headers, "authorization": f"Bearer {key}"}
+
+
+def _prompt_tokens(backend: PolicyBackend, chat: ChatRequest) -> int:
+    """How many tokens the request's prompt is: rendered with the backend's tokenizer when it has one (a local or
+    scripted backend), else estimated from its characters."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "apply_chat_template"):
+        try:
+            return len(tokenizer.apply_chat_template(chat.messages, tools=chat.tools, add_generation_prompt=True,
+                                                     tokenize=True, return_dict=False))
+        except Exception as exc:  # jinja errors: the same request would be refused by the chat route
+            raise InvalidRequest(f"the chat template rejected the messages: {exc}", param="messages") from None
+    chars = sum(len(str(m.get("content") or "")) for m in chat.messages) + len(json.dumps(chat.tools or []))
+    return max(1, chars // 4)
 
 
 async def _chain(lead: StreamEvent | None, events: AsyncGenerator[StreamEvent, None]) -> AsyncGenerator[StreamEvent, None]:

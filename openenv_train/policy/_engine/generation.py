@@ -81,6 +81,8 @@ class RowOutput:
     error: PolicyError | None = None
     cut: bool = False
     """The row stopped early because its stream was cancelled (its client left)."""
+    stop_sequence: str | None = None
+    """The stop string that ended the row, when one did."""
     version: Any = None
     """The policy version the backend decoded it under (set by the backend, not here)."""
 
@@ -93,6 +95,7 @@ class _Slow:
         self.guide_state = row.guide.start() if row.guide is not None else None
         self.ids: list[int] = []
         self.text: str | None = None  # the text, when a stop string ended the row
+        self.stop: str | None = None  # and that stop string
 
 
 def _stop_string(tokenizer: Any, slow: _Slow) -> int | None:
@@ -101,10 +104,11 @@ def _stop_string(tokenizer: Any, slow: _Slow) -> int | None:
     are the text the caller sees."""
     decode, ids = tokenizer.decode, slow.ids
     text = decode(ids, skip_special_tokens=True)
-    hits = [i for i in (text.find(s) for s in slow.row.params.stop) if i >= 0]
+    hits = [(i, s) for i, s in ((text.find(s), s) for s in slow.row.params.stop) if i >= 0]
     if not hits:
         return None
-    slow.text = text[: min(hits)]
+    at, slow.stop = min(hits)
+    slow.text = text[:at]
     keep = len(ids)
     while keep and len(decode(ids[:keep], skip_special_tokens=True)) > len(slow.text):
         keep -= 1
@@ -448,6 +452,8 @@ class _Batch:
         for j, (i, out) in enumerate(zip(which, outputs, strict=True)):
             slow = self.slows.get(i)
             out.text = slow.text if slow is not None and slow.text is not None else texts[j]
+            if slow is not None and slow.text is not None:
+                out.stop_sequence = slow.stop
         return outputs
 
     def _top(self, row: int, steps: int) -> list[list[tuple[int, float]]]:
