@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._call_graph import CallGraph
 from ._conversation import reply_of, text_of
 from ._reader import iter_traces
 from ._rows import TraceRow, TrainingTurn
@@ -115,9 +116,8 @@ def _new_messages(messages: list[dict[str, Any]], parent: TrainingTurn | None) -
     return new[1:] if new and new[0].get("role") == "assistant" else new
 
 
-def _steps(row: TraceRow) -> list[dict[str, Any]]:
+def _steps(row: TraceRow, graph: CallGraph) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
-    graph = row.trace.call_graph()
     turns = {turn.node_id: turn for turn in row.trace.turns}
     agent_steps: dict[str, dict[str, Any]] = {}  # node id -> its agent step: tool results go to the parent's
     for node, turn in zip(graph.nodes, row.trace.turns, strict=True):
@@ -168,7 +168,8 @@ def to_atif(row: TraceRow) -> dict[str, Any]:
     """One trace row as an ATIF trajectory (a JSON-ready dict); see the module docstring for the mapping."""
     from .. import __version__
 
-    steps = _steps(row)
+    graph = row.trace.call_graph()
+    steps = _steps(row, graph)
     agent_metrics = [s["metrics"] for s in steps if "metrics" in s]
     agent: dict[str, Any] = {"name": "openenv-train", "version": __version__}
     if row.policy.model:
@@ -186,7 +187,7 @@ def to_atif(row: TraceRow) -> dict[str, Any]:
     extra["env_steps"] = extra.pop("steps")
     extra["row_schema_version"] = extra.pop("schema_version")
     extra["call_lines"] = [{"line": line.index, "main": line.main, "parent_id": line.parent,
-                            "node_ids": list(line.node_ids)} for line in row.trace.call_graph().lines]
+                            "node_ids": list(line.node_ids)} for line in graph.lines]
     return {
         "schema_version": ATIF_VERSION,
         "session_id": row.trace_id,
