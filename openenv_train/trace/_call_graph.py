@@ -120,13 +120,14 @@ def _messages(turn: TrainingTurn) -> list[Any]:
 
 def _parent(turn: TrainingTurn, earlier: list[TrainingTurn], ends: list[list[int]]) -> int | None:
     """Index of the earlier call ``turn`` continues, the longest one; None if none."""
-    best, best_len = None, -1
     prompt = turn.prompt_token_ids
-    if prompt:
-        for i, end in enumerate(ends):
-            if earlier[i].prompt_token_ids and best_len < len(end) <= len(prompt) and prompt[:len(end)] == end:
-                best, best_len = i, len(end)
-        return best
+    if prompt:  # longest first: in a growing conversation the first candidate tried is the parent
+        for i in sorted(range(len(ends)), key=lambda i: -len(ends[i])):
+            end = ends[i]
+            if earlier[i].prompt_token_ids and len(end) <= len(prompt) and prompt[:len(end)] == end:
+                return i
+        return None
+    best, best_len = None, -1
     messages = _messages(turn)  # no token ids: the same rule on messages, which must grow
     for i, other in enumerate(earlier):
         old = _messages(other)
