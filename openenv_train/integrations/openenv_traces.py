@@ -6,7 +6,9 @@
   before it, response = it), tool calls become env steps, the reward is theirs; records carry no token ids,
   so rows are ``rollout_type="eval"``: SFT (``to_sft_dataset``), rubrics and evals read them, GRPO does not.
 - Our rows' ``trace`` is their ``TrainingTrace`` document: ``to_openenv_training_trace(row)`` gives the dict
-  that ``openenv.core.harness.training.TrainingTrace.model_validate`` accepts.
+  that ``openenv.core.harness.training.TrainingTrace.model_validate`` accepts, each turn's call-graph links in its
+  ``metadata`` (their schema's only free place): ``parent_id`` (the node id of the call it continues, or None),
+  ``line`` and ``main_line``; ``from_openenv_training_trace(document)`` reads such a document back.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from ..trace import EnvInfo, EnvStep, TraceRow, TraceWriter, TrainingTrace, TrainingTurn
 
-__all__ = ["import_openenv_collect", "iter_openenv_collect", "read_openenv_collect", "to_openenv_training_trace"]
+__all__ = ["from_openenv_training_trace", "import_openenv_collect", "iter_openenv_collect", "read_openenv_collect",
+           "to_openenv_training_trace"]
 
 RESULTS_FILE = "results.jsonl"  # the names OpenEnv's RolloutSerializer writes
 METADATA_FILE = "metadata.json"
@@ -122,5 +125,19 @@ def import_openenv_collect(path: str | os.PathLike[str], run_dir: str | os.PathL
 
 
 def to_openenv_training_trace(row: TraceRow) -> dict[str, Any]:
-    """The row's trace as OpenEnv's ``TrainingTrace`` document (``schema_version`` 1, ``turns``)."""
-    return row.trace.model_dump(mode="json")
+    """The row's trace as OpenEnv's ``TrainingTrace`` document (``schema_version`` 1, ``turns``), each turn's
+    metadata with its call-graph links (``parent_id``, ``line``, ``main_line``)."""
+    document = row.trace.model_dump(mode="json")
+    graph = row.trace.call_graph()
+    for turn, node in zip(document["turns"], graph.nodes, strict=True):
+        turn["metadata"].update(parent_id=node.parent, line=node.line, main_line=graph.lines[node.line].main)
+    return document
+
+
+def from_openenv_training_trace(document: dict[str, Any]) -> TrainingTrace:
+    """OpenEnv's ``TrainingTrace`` document (what :func:`to_openenv_training_trace` writes) as our trace.
+
+    Raises:
+        pydantic.ValidationError: it is not one.
+    """
+    return TrainingTrace.model_validate(document)

@@ -6,6 +6,7 @@ toolkit. ``datasets`` and ``huggingface_hub`` load only when a function that nee
 """
 
 from ._atif import ATIF_VERSION, export_atif, to_atif
+from ._call_graph import CallGraph, CallLine, CallNode, PrefixBreak, call_graph
 from ._capture import TURN_METADATA_KEYS, CaptureStore, build_turn, completion_loss_mask, openai_logprobs
 from ._conversation import Segment, conversation, reply_of, segments, text_of
 from ._errors import (
@@ -42,6 +43,9 @@ __all__ = [
     "TRACES_DIR",
     "TRACE_SCHEMA",
     "TURN_METADATA_KEYS",
+    "CallGraph",
+    "CallLine",
+    "CallNode",
     "CaptureError",
     "CaptureSessionExists",
     "CaptureStore",
@@ -51,6 +55,7 @@ __all__ = [
     "ErrorInfo",
     "HubPushError",
     "PolicyInfo",
+    "PrefixBreak",
     "RunDirLocked",
     "Segment",
     "TraceError",
@@ -62,6 +67,7 @@ __all__ = [
     "TrainingTurn",
     "UnknownCaptureSession",
     "build_turn",
+    "call_graph",
     "completion_loss_mask",
     "conversation",
     "episode_key",

@@ -6,13 +6,17 @@ v1.4 is the first version with both ``prompt_token_ids`` and ``completion_token_
 Harbor's own models accept it. Mapping:
 
 - ``session_id`` = trace id; ``agent`` = this project (``model_name`` = the policy model);
-- request messages new since the previous turn become steps: ``system``/``developer`` → ``system``,
+- request messages new since the call a turn continues (its parent in the call graph, :func:`call_graph`) become
+  steps (all of them, the first marked ``context_reset``, for a call that continues none): ``system``/``developer`` → ``system``,
   ``user`` → ``user``, ``tool`` → a result in the previous agent step's ``observation`` (``source_call_id``
   = its ``tool_call_id`` when that step made the call);
 - each model call becomes an ``agent`` step: ``message``, ``reasoning_content``, ``tool_calls``
   (``arguments`` parsed from OpenAI's JSON string; non-object arguments kept as ``{"_raw": text}``) and
   ``metrics`` (token counts, ``prompt_token_ids``, ``completion_token_ids``, ``logprobs``); the turn's node id,
-  finish reason and a non-default loss mask go to the step's ``extra``;
+  finish reason, ``parent_id``, ``line`` and ``main_line`` and a non-default loss mask go to the step's ``extra``;
+- the call graph's lines (main line and branches: side calls, subagents, retries) go to root ``extra.call_lines``
+  (``line``, ``main``, ``parent_id``, ``node_ids``): ATIF-v1.4 steps are one list, so a branch's steps stay in
+  call order among the main line's, each naming its line;
 - reward, reward components, identity, task and env steps go to ``final_metrics.extra`` and root ``extra``.
 """
 
@@ -24,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._conversation import segments, text_of
+from ._call_graph import CallGraph
+from ._conversation import reply_of, text_of
 from ._reader import iter_traces
 from ._rows import TraceRow, TrainingTurn
 
@@ -101,11 +106,26 @@ def _agent_step(step_id: int, message: dict[str, Any], model: str | None) -> dic
     return step
 
 
-def _steps(row: TraceRow) -> list[dict[str, Any]]:
+def _new_messages(messages: list[dict[str, Any]], parent: TrainingTurn | None) -> list[dict[str, Any]] | None:
+    """The messages of a call new since the call it continues (its echo of that call's reply dropped); None when
+    it continues none or does not re-send its messages (the whole request is new)."""
+    old = [dict(m) for m in parent.request.get("messages") or []] if parent is not None else None
+    if old is None or messages[:len(old)] != old:
+        return None
+    new = messages[len(old):]
+    return new[1:] if new and new[0].get("role") == "assistant" else new
+
+
+def _steps(row: TraceRow, graph: CallGraph) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
-    last_agent: dict[str, Any] | None = None
-    for segment in segments(row.trace):
-        for i, msg in enumerate(segment.new_messages):
+    turns = {turn.node_id: turn for turn in row.trace.turns}
+    agent_steps: dict[str, dict[str, Any]] = {}  # node id -> its agent step: tool results go to the parent's
+    for node, turn in zip(graph.nodes, row.trace.turns, strict=True):
+        messages = [dict(m) for m in turn.request.get("messages") or []]
+        new = _new_messages(messages, turns[node.parent] if node.parent else None)
+        reset = new is None and node.index > 0
+        last_agent = agent_steps.get(node.parent) if node.parent else None
+        for i, msg in enumerate(messages if new is None else new):
             role = msg.get("role")
             if role == "tool":
                 result: dict[str, Any] = {"content": text_of(msg.get("content"))}
@@ -124,20 +144,20 @@ def _steps(row: TraceRow) -> list[dict[str, Any]]:
             else:
                 source = "system" if role in ("system", "developer") else "user"
                 step = {"step_id": len(steps) + 1, "source": source, "message": text_of(msg.get("content"))}
-            if segment.reset and i == 0:
+            if reset and i == 0:
                 step.setdefault("extra", {})["context_reset"] = True
             steps.append(step)
-        turn = segment.turn
         model = turn.metadata.get("model") or turn.response.get("model") or row.policy.model
-        step = _agent_step(len(steps) + 1, segment.reply or {}, model)
+        step = _agent_step(len(steps) + 1, reply_of(turn) or {}, model)
         timestamp = _timestamp(turn)
         if timestamp:
             step = {"step_id": step["step_id"], "timestamp": timestamp, **step}
         step["metrics"] = _metrics(turn)
         step["extra"] = {"node_id": turn.node_id, "turn": turn.metadata.get("turn"),
-                         "finish_reason": turn.metadata.get("finish_reason")}
+                         "finish_reason": turn.metadata.get("finish_reason"), "parent_id": node.parent,
+                         "line": node.line, "main_line": graph.lines[node.line].main}
         steps.append(step)
-        last_agent = step
+        agent_steps[turn.node_id] = step
     if not steps:
         steps.append({"step_id": 1, "source": "system", "message": "the episode made no model call",
                       "extra": {"error": row.error.model_dump() if row.error else None}})
@@ -148,7 +168,8 @@ def to_atif(row: TraceRow) -> dict[str, Any]:
     """One trace row as an ATIF trajectory (a JSON-ready dict); see the module docstring for the mapping."""
     from .. import __version__
 
-    steps = _steps(row)
+    graph = row.trace.call_graph()
+    steps = _steps(row, graph)
     agent_metrics = [s["metrics"] for s in steps if "metrics" in s]
     agent: dict[str, Any] = {"name": "openenv-train", "version": __version__}
     if row.policy.model:
@@ -165,6 +186,8 @@ def to_atif(row: TraceRow) -> dict[str, Any]:
         "timings", "steps", "schema_version"})
     extra["env_steps"] = extra.pop("steps")
     extra["row_schema_version"] = extra.pop("schema_version")
+    extra["call_lines"] = [{"line": line.index, "main": line.main, "parent_id": line.parent,
+                            "node_ids": list(line.node_ids)} for line in graph.lines]
     return {
         "schema_version": ATIF_VERSION,
         "session_id": row.trace_id,

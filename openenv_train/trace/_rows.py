@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._call_graph import CallGraph, call_graph
+
 __all__ = [
     "ROW_SCHEMA_VERSION",
     "EnvInfo",
@@ -80,6 +82,10 @@ class TrainingTrace(BaseModel):
         if len(ids) != len(set(ids)):
             raise ValueError("node_id must be unique within a trace")
         return self
+
+    def call_graph(self) -> CallGraph:
+        """The turns linked by exact token prefix: parents, lines (main and branches) and prefix breaks."""
+        return call_graph(self)
 
 
 class EnvInfo(BaseModel):

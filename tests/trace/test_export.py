@@ -68,7 +68,9 @@ def test_atif_structure() -> None:
     assert call["observation"] == {"results": [{"content": RESULT["content"], "source_call_id": "call_1"}]}
     assert call["metrics"] == {"prompt_tokens": 3, "completion_tokens": 2, "prompt_token_ids": [1, 2, 3],
                                "completion_token_ids": [4, 5], "logprobs": [-0.1, -0.2]}
-    assert call["extra"] == {"node_id": "a", "turn": None, "finish_reason": "tool_calls"}
+    assert call["extra"] == {"node_id": "a", "turn": None, "finish_reason": "tool_calls", "parent_id": None,
+                             "line": 0, "main_line": True}
+    assert steps[3]["extra"]["parent_id"] == "a"
     final = steps[3]
     assert final["message"] == "The word is CLOSE." and "tool_calls" not in final
     assert final["metrics"]["extra"] == {"completion_loss_mask": [1, 0, 1]}
@@ -95,6 +97,28 @@ def test_atif_edge_cases() -> None:
         {"id": "k", "function": {"name": "f", "arguments": "not json"}}]})
     (step,) = to_atif(TraceRow(env=EnvInfo(name="x"), trace=TrainingTrace(turns=[bad_args])))["steps"]
     assert step["tool_calls"][0]["arguments"] == {"_raw": "not json"}
+
+
+def test_atif_steps_follow_the_call_graph() -> None:
+    """A side call between two calls of the main line: its steps name its line, and the main line's next call adds
+    only its new messages (counted from the call it continues, not the side call)."""
+    row = tool_row()
+    first, second = row.trace.turns
+    side = build_turn(messages=[{"role": "system", "content": "Name this chat."}, USER], message=FINAL,
+                      prompt_token_ids=[1, 9], completion_token_ids=[8], node_id="title")
+    row = row.model_copy(update={"trace": TrainingTrace(turns=[first, side, second])})
+    atif = to_atif(row)
+    assert [(s["source"], s["message"]) for s in atif["steps"]] == [
+        ("system", "You play wordle."), ("user", "Guess the word."), ("agent", ""),
+        ("system", "Name this chat."), ("user", "Guess the word."), ("agent", "The word is CLOSE."),
+        ("agent", "The word is CLOSE.")]
+    assert atif["steps"][3]["extra"] == {"context_reset": True}
+    assert [(s["extra"]["node_id"], s["extra"]["line"], s["extra"]["main_line"]) for s in atif["steps"]
+            if s["source"] == "agent"] == [("a", 0, True), ("title", 1, False), ("b", 0, True)]
+    assert atif["steps"][2]["observation"]["results"][0]["source_call_id"] == "call_1"  # b's tool result, on a
+    assert atif["extra"]["call_lines"] == [
+        {"line": 0, "main": True, "parent_id": None, "node_ids": ["a", "b"]},
+        {"line": 1, "main": False, "parent_id": None, "node_ids": ["title"]}]
 
 
 def test_export_atif_writes_one_file_per_row(tmp_path: Path) -> None:
