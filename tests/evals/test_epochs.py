@@ -39,3 +39,12 @@ def test_task_file_takes_epochs(tmp_path: Path) -> None:
     log = inspect_eval(task, log_dir=str(tmp_path / "logs"), display="none")[0]
     assert log.status == "success" and set(_reduced(log, "env_reward")) == {"mean", "pass_at_1", "pass_at_3"}
     assert openenv_live("wordle", episodes=1).epochs is None  # Inspect's default: one epoch, its mean
+
+
+def test_eval_cli_epochs(tmp_path: Path, capsys: object) -> None:
+    from openenv_train.cli import main
+
+    code = main(["eval", "wordle", "--model", "openenv/tiny", "--episodes", "1", "--max-turns", "1", "--epochs", "2",
+                 "--log-dir", str(tmp_path / "logs")])
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert code == 0 and "env_reward (pass_at_2)" in out and "2 sample(s)" in out
