@@ -53,7 +53,7 @@ def task_pass_at_k(successes: Sequence[bool], rewards: Sequence[float] | None = 
     if len(values) != n:
         raise ValueError(f"{len(values)} rewards for {n} samples")
     out = {f"pass@{k}": pass_at_k(n, sum(successes), k) for k in (ks or report_ks(n))}
-    out[f"mean@{n}"] = sum(values) / n if n else 0.0
+    out[f"mean@{n}"] = sum(values) / n
     return out
 
 

@@ -17,6 +17,7 @@ one group per task) and adds pass@k and mean@N over the tasks, with a success de
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,8 +194,8 @@ def _success_threshold(cfg: EvalConfig) -> tuple[float, str]:
     return 1.0, "the default for an env outside the catalog: a win or a solved task"
 
 
-def _sampled_tasks(rows: list[Any], metrics: Any, threshold: float) -> tuple[list[dict[str, float]],
-                                                                               list[dict[str, Any]]]:
+def _sampled_tasks(rows: list[Any], metrics: Callable[[Any], dict[str, float]],
+                   threshold: float) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
     """Per task (rows grouped by ``group_id``, in order): the mean of each metric over its samples plus its pass@k
     and mean@n (the phase's values, for the intervals), and a table row naming the task for the summary."""
     groups: dict[str, list[Any]] = {}
@@ -204,10 +205,10 @@ def _sampled_tasks(rows: list[Any], metrics: Any, threshold: float) -> tuple[lis
     for group, samples in groups.items():
         values = [metrics(r) for r in samples]
         rewards = [v["reward"] for v in values]
-        passes = task_pass_at_k([r >= threshold for r in rewards], rewards)
+        wins = [r >= threshold for r in rewards]
+        passes = task_pass_at_k(wins, rewards)
         per_task.append({**{k: sum(v[k] for v in values) / len(values) for k in values[0]}, **passes})
-        table.append({"task": group, "reset": samples[0].task,
-                      "successes": sum(r >= threshold for r in rewards), **passes})
+        table.append({"task": group, "reset": samples[0].task, "successes": sum(wins), **passes})
     return per_task, table
 
 
