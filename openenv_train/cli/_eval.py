@@ -21,6 +21,8 @@ def eval_command(
     episodes: Annotated[int, typer.Option(help="Live: episodes to play.")] = 2,
     seed: Annotated[int, typer.Option(help="Live: seed of the first episode.")] = 0,
     max_turns: Annotated[int, typer.Option(help="Live: most model turns per episode.")] = 8,
+    epochs: Annotated[int, typer.Option(help="Live: plays of each episode; above 1 adds pass@1 and pass@epochs.")
+                      ] = 1,
     env_url: Annotated[str | None, typer.Option(help="Live: play a running env server instead of starting one.")] = None,
     trace_dir: Annotated[Path | None, typer.Option(help="Live: also write each episode as a trace row here.")] = None,
     log_dir: Annotated[Path, typer.Option(help="Where Inspect writes its logs.")] = Path("logs"),
@@ -37,7 +39,8 @@ def eval_command(
     if Path(target).is_dir():
         task = replay_task(target, rubric)
     else:
-        task = live_task(target, rubric, episodes, seed, max_turns, env_url, str(trace_dir) if trace_dir else None)
+        task = live_task(target, rubric, episodes, seed, max_turns, env_url, str(trace_dir) if trace_dir else None,
+                         epochs=epochs)
     logs = inspect_eval(task, model=model, log_dir=str(log_dir), display="none")
     log = logs[0]
     if log.status != "success":
@@ -50,6 +53,7 @@ def _print(console: Console, log: Any) -> None:
     for entry in log.results.scores if log.results else []:
         metrics = entry.metrics
         mean, err = metrics.get("mean"), metrics.get("stderr")
-        table.add_row(entry.name, f"{mean.value:.4f}" if mean else "-", f"{err.value:.4f}" if err else "-")
+        name = entry.name if entry.reducer in (None, "mean") else f"{entry.name} ({entry.reducer})"
+        table.add_row(name, f"{mean.value:.4f}" if mean else "-", f"{err.value:.4f}" if err else "-")
     console.print(table)
     console.print(f"{len(log.samples or [])} sample(s); log: {log.location}")

@@ -28,6 +28,9 @@ class EnvSpec:
     """The action's shape, e.g. ``{"message": str}``."""
     reward: str = ""
     """What the reward pays."""
+    success_threshold: float = 1.0
+    """The reward at or above which an episode is a success (a win, a solved task): pass@k's definition
+    (``recipes.eval``); 1.0 is the catalog's win."""
     dependencies: tuple[str, ...] = field(default=())
     """Extra PyPI packages the env needs beyond the core install."""
     tags: tuple[str, ...] = field(default=())

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Task
+from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ChatMessageUser, ModelOutput, ModelUsage
+from inspect_ai.scorer import mean_score, pass_at
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef
 
@@ -29,7 +30,7 @@ from ..trace import EnvInfo, EnvStep, ErrorInfo, PolicyInfo, TraceRow, TraceWrit
 from ._convert import openai_messages
 from ._scorer import ROW_KEY, rubric_scorer
 
-__all__ = ["ACTION_FIELDS", "env_agent", "live_task", "scripted_model"]
+__all__ = ["ACTION_FIELDS", "env_agent", "live_task", "sample_epochs", "scripted_model"]
 
 #: The action field a plain-text answer fills, per env (others: ``message``).
 ACTION_FIELDS = {"reasoning_gym": "answer", "coding": "code", "repl": "code", "counter": "delta",
@@ -164,13 +165,26 @@ def scripted_model(replies: list[str]) -> Any:
     return get_model("mockllm/model", custom_outputs=outputs())
 
 
+def sample_epochs(epochs: int, success_threshold: float = 1.0) -> Epochs:
+    """``epochs`` epochs of every sample, reduced by Inspect's ``mean`` and its pass@k (Chen et al. 2021) for
+    k = 1 and ``epochs``: a score key at or above ``success_threshold`` is a success (the rubric's ``correct``,
+    ``env_reward`` 1.0 = a win or a solved task)."""
+    ks = sorted({1, epochs})
+    return Epochs(epochs, [mean_score(), *(pass_at(k, value=success_threshold) for k in ks)])
+
+
 def live_task(env: str = "wordle", rubric: str | Rubric = "wordle", episodes: int = 2, seed: int = 0,
               max_turns: int = 8, env_url: str | None = None, trace_dir: str | None = None,
-              reset: dict[str, Any] | None = None, replies: list[str] | None = None, **task_args: Any) -> Task:
+              reset: dict[str, Any] | None = None, replies: list[str] | None = None, epochs: int = 1,
+              success_threshold: float = 1.0, **task_args: Any) -> Task:
     """An Inspect Task: ``episodes`` episodes of ``env`` (seeds ``seed``..), scored by ``rubric``.
 
     ``replies`` makes the task's model ``mockllm/model`` answering those texts (usage set, fully offline).
+    ``epochs`` > 1 plays each episode that many times (trace rows ``<env>-<id>-<epoch>``) and reports the mean and
+    pass@1, pass@epochs of every score key (:func:`sample_epochs`).
     """
+    if epochs > 1:
+        task_args["epochs"] = sample_epochs(epochs, success_threshold)
     samples = [Sample(id=i + 1, input=f"Play {env}.", metadata={"reset": {"seed": seed + i, **(reset or {})}})
                for i in range(episodes)]
     if replies:

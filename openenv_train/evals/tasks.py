@@ -22,6 +22,9 @@ def openenv_replay(dataset: str, rubric: str = "wordle") -> Task:
 
 @task
 def openenv_live(env: str = "wordle", rubric: str = "wordle", episodes: int = 2, seed: int = 0, max_turns: int = 8,
-                 env_url: str | None = None, trace_dir: str | None = None, replies: list[str] | None = None) -> Task:
-    """Play ``episodes`` episodes of a catalog env (or ``env_url``) with the eval's model; score with a rubric."""
-    return live_task(env, rubric, episodes, seed, max_turns, env_url, trace_dir, replies=replies)
+                 env_url: str | None = None, trace_dir: str | None = None, replies: list[str] | None = None,
+                 epochs: int = 1, success_threshold: float = 1.0) -> Task:
+    """Play ``episodes`` episodes of a catalog env (or ``env_url``) with the eval's model; score with a rubric.
+    ``epochs`` > 1 plays each that many times and reports pass@1 and pass@epochs (``-T epochs=8``)."""
+    return live_task(env, rubric, episodes, seed, max_turns, env_url, trace_dir, replies=replies, epochs=epochs,
+                     success_threshold=success_threshold)

@@ -97,9 +97,22 @@ def _markdown(summary: Mapping[str, Any], phases: Sequence[str], labels: Mapping
             before, after = key.split("->")
             lines.append(f"- {labels.get(before, before)} → {labels.get(after, after)}: {_fmt(stat)}")
     for key, value in summary.items():
-        if key not in ("phases", "improvement", "steps", "metric", "title", "config"):
+        if key not in ("phases", "improvement", "steps", "metric", "title", "config", "tasks"):
             lines.append(f"- {key}: {json.dumps(value) if not isinstance(value, str) else value}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _task_table(summary.get("tasks", []))) + "\n"
+
+
+def _task_table(tasks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A table of per-task rows (a sampled evaluation's pass@k per task), every key a column."""
+    if not tasks:
+        return []
+    names = list(tasks[0])
+    return ["", "Per task:", "", "| " + " | ".join(names) + " |", "|" + "---|" * len(names),
+            *("| " + " | ".join(_cell(t[n]) for n in names) + " |" for t in tasks)]
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else json.dumps(value) if isinstance(value, dict) else str(value)
 
 
 def plot_training(records: Sequence[Mapping[str, Any]], path: Path, *, evals: Mapping[str, dict[str, Any]],

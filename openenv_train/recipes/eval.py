@@ -7,17 +7,24 @@
 
 Episode i resets with seed ``seed + i`` (Wordle: the i-th held-out secret of the GRPO recipe's split, so numbers
 compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.json``, ``summary.md``.
+
+``samples=N`` (with ``temperature`` > 0) plays every task N times (episodes ``eval-0003-0`` .. ``eval-0003-<N-1>``,
+one group per task) and adds pass@k and mean@N over the tasks, with a success defined by ``success_threshold``:
+
+    python -m openenv_train.recipes.eval model=CHECKPOINT env=catch agent=action samples=8 temperature=1.0
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._config import config_from_argv, config_to_dict
 from ._env_agent import HISTORIES, ActionAgent, json_action
+from ._passk import task_pass_at_k
 from ._report import phase_summary, write_summary
 
 __all__ = ["AGENTS", "EvalConfig", "json_action", "main", "run"]
@@ -35,7 +42,14 @@ class EvalConfig:
     env: str = "wordle"
     """Catalog name, ``module:Class`` or a server URL."""
     episodes: int = 50
+    """Tasks: reset seeds ``seed``.. (Wordle: held-out secrets), each played ``samples`` times."""
     seed: int = 0
+    samples: int = 1
+    """Episodes per task, n of pass@k: above 1 the summary adds pass@1, pass@2, pass@4, .., pass@n and mean@n (the
+    mean reward of a task's samples), overall and per task; needs ``temperature`` > 0."""
+    success_threshold: float | None = None
+    """The reward at or above which an episode is a success (pass@k's definition); null: the catalog env's own
+    (``EnvSpec.success_threshold``, 1.0 = a win or a solved task), 1.0 for an env outside the catalog."""
     options: dict[str, Any] = field(default_factory=dict)
     """Reset options of every episode (e.g. ``{rows: 5}`` for catch; the general GRPO recipe's
     ``episode.options``); not for Wordle, whose episodes are the held-out secrets."""
@@ -73,6 +87,11 @@ class EvalConfig:
             raise ValueError("options are not for Wordle: its episodes are the recipe's held-out secrets")
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+        if self.samples > 1 and self.temperature <= 0:
+            raise ValueError(f"samples={self.samples} needs temperature > 0 (e.g. temperature=1.0): greedy samples of "
+                             "a task are all the same episode")
 
 
 def _agent_kind(cfg: EvalConfig) -> str:
@@ -138,8 +157,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
                           max_turns=cfg.max_turns, client="mcp" if kind == "tool" else "generic",
                           show_progress=cfg.show_progress, run_id=cfg.name)
-    specs = [EpisodeSpec(f"eval-{i:04d}", task, cfg.seed + i, f"eval-{i:04d}")
-             for i, task in enumerate(_episode_tasks(cfg, kind))]
+    specs = [EpisodeSpec(f"eval-{i:04d}" if cfg.samples == 1 else f"eval-{i:04d}-{j}", task, cfg.seed + i,
+                         f"eval-{i:04d}")
+             for i, task in enumerate(_episode_tasks(cfg, kind)) for j in range(cfg.samples)]
     with captured_policy(backend) as served, TraceWriter(out, resume=True) as writer, \
             RolloutPool(cfg.env, served.base_url, agent=_agent(kind, cfg), config=pool_cfg, writer=writer,
                         capture=served.capture) as pool:
@@ -149,10 +169,47 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
         base = {"reward": float(row.reward or 0.0), "ok": float(row.ok), "done": float(row.done)}
         return {**base, **game_metrics(row)} if kind == "wordle" else base
 
-    result = phase_summary([metrics(r) for r in rows], resamples=cfg.bootstrap_resamples, seed=cfg.seed)
+    extra: dict[str, Any] = {"title": f"Evaluation of {cfg.model} on {cfg.env}", "agent": kind}
+    if cfg.samples == 1:
+        per_task = [metrics(r) for r in rows]
+    else:
+        threshold, source = _success_threshold(cfg)
+        per_task, extra["tasks"] = _sampled_tasks(rows, metrics, threshold)
+        extra |= {"samples": cfg.samples, "success": f"reward >= {threshold:g} ({source})"}
+    result = phase_summary(per_task, resamples=cfg.bootstrap_resamples, seed=cfg.seed)
     return write_summary(out, {"eval": result}, order=["eval"], metric="reward", labels={"eval": cfg.model},
-                         extra={"title": f"Evaluation of {cfg.model} on {cfg.env}", "agent": kind,
-                                "config": config_to_dict(cfg)}, resamples=cfg.bootstrap_resamples, seed=cfg.seed)
+                         extra={**extra, "config": config_to_dict(cfg)}, resamples=cfg.bootstrap_resamples,
+                         seed=cfg.seed)
+
+
+def _success_threshold(cfg: EvalConfig) -> tuple[float, str]:
+    """The success threshold and where it comes from: the user's, the catalog env's, or the default 1.0."""
+    if cfg.success_threshold is not None:
+        return cfg.success_threshold, "success_threshold set by the user"
+    from ..envs import CATALOG
+
+    spec = CATALOG.get(cfg.env)
+    if spec is not None:
+        return spec.success_threshold, f"{cfg.env}'s success threshold in the catalog"
+    return 1.0, "the default for an env outside the catalog: a win or a solved task"
+
+
+def _sampled_tasks(rows: list[Any], metrics: Callable[[Any], dict[str, float]],
+                   threshold: float) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
+    """Per task (rows grouped by ``group_id``, in order): the mean of each metric over its samples plus its pass@k
+    and mean@n (the phase's values, for the intervals), and a table row naming the task for the summary."""
+    groups: dict[str, list[Any]] = {}
+    for row in rows:
+        groups.setdefault(row.group_id, []).append(row)
+    per_task, table = [], []
+    for group, samples in groups.items():
+        values = [metrics(r) for r in samples]
+        rewards = [v["reward"] for v in values]
+        wins = [r >= threshold for r in rewards]
+        passes = task_pass_at_k(wins, rewards)
+        per_task.append({**{k: sum(v[k] for v in values) / len(values) for k in values[0]}, **passes})
+        table.append({"task": group, "reset": samples[0].task, "successes": sum(wins), **passes})
+    return per_task, table
 
 
 def main(argv: list[str] | None = None) -> int:
