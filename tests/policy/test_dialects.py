@@ -444,3 +444,13 @@ def test_a_stop_sequence_is_the_stop_reason(local: PolicyServer) -> None:
     for reply in (stopped, streamed):
         assert (reply.stop_reason, reply.stop_sequence) == ("stop_sequence", stop)
         assert free.startswith("".join(b.text for b in reply.content if b.type == "text"))
+
+
+def test_a_responses_websocket_handshake_is_refused_so_the_harness_falls_back_to_http(scripted: PolicyServer) -> None:
+    # Codex may first try the Responses API over a WebSocket; anything but 101 makes it use HTTP POST instead.
+    root = scripted.base_url.rsplit("/v1", 1)[0]
+    handshake = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                 "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    refused = httpx.get(f"{root}/v1/responses", headers=handshake)
+    assert refused.status_code == 405 and refused.json()["error"]["message"] == "use POST for /v1/responses"
+    assert httpx.post(f"{root}/v1/responses", json={"model": "scripted", "input": "hi"}).status_code == 200
