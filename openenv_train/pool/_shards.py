@@ -100,9 +100,15 @@ class ShardLedger:
         rows the shard was said to hold and does not (to be played again, never reported as written)."""
         waiting = self._waiting.setdefault(actor, {})
         self.writer.add_shard(entry["file"], keep=lambda trace_id: trace_id in waiting)
-        done = [waiting.pop(trace_id) for trace_id, _, _ in entry["ids"] if trace_id in waiting]
-        return ([row for _, row in done if self.writer.written(row.trace_id)],
-                [(job, row) for job, row in done if not self.writer.written(row.trace_id)])
+        written: list[TraceRow] = []
+        missing: list[tuple[Any, TraceRow]] = []
+        for trace_id in [t for t, _, _ in entry["ids"] if t in waiting]:
+            job, row = waiting.pop(trace_id)
+            if self.writer.written(trace_id):
+                written.append(row)
+            else:
+                missing.append((job, row))
+        return written, missing
 
     def lost(self, actor: int, incarnation: str | None | Literal["any"] = "any") -> list[tuple[Any, TraceRow]]:
         """The jobs (and rows) that died with ``actor``. Given the ``incarnation`` known when a failed call was
