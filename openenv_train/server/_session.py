@@ -102,7 +102,7 @@ class Session:
         """
         if not data:
             return data
-        if ("split" in data or "index" in data) and "split" not in self.info.reset_params:
+        if "split" in data and "split" not in self.info.reset_params:
             data = self._task_options(data)
         errors: list[dict[str, Any]] = []
         seed, episode_id = data.get("seed"), data.get("episode_id")
