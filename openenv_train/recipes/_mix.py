@@ -13,6 +13,7 @@ pays in [-1, 1]. ``mix_normalise: none`` turns it off.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from ..pool import MIX_KEY, MixEnv, weighted_schedule
 from ._stats import paired_difference
 
-__all__ = ["EnvRewardScale", "EnvTasks", "discover_tasks", "held_out_prompts", "mix_difference", "mix_name",
+__all__ = ["EnvRewardScale", "EnvTasks", "discover_tasks", "held_out_prompts", "mix_difference", "mix_markdown", "mix_name",
            "parse_mix", "per_env_means", "train_prompts"]
 
 _ENTRY_KEYS = {"weight", "options", "max_turns"}
@@ -125,8 +126,12 @@ def train_prompts(mix: Sequence[MixEnv], tasks: Mapping[str, EnvTasks], n: int, 
     weighted_schedule`): each env's train split in a shuffled order (``seed``), or its seeds below ``seed_limit``.
 
     >>> mix = parse_mix({"catch": 1, "blackjack": 1})
-    >>> train_prompts(mix, {"catch": EnvTasks("train", "test", 10, 5), "blackjack": EnvTasks()}, 3, seed_limit=100)
-    [{'env': 'catch', 'split': 'train', 'index': 6}, {'env': 'blackjack', 'seed': 0}, {'env': 'catch', 'split': 'train', 'index': 9}]
+    >>> for task in train_prompts(mix, {"catch": EnvTasks("train", "test", 10, 5), "blackjack": EnvTasks()}, 3,
+    ...                           seed_limit=100):
+    ...     print(task)
+    {'env': 'catch', 'split': 'train', 'index': 6}
+    {'env': 'blackjack', 'seed': 0}
+    {'env': 'catch', 'split': 'train', 'index': 9}
     """
     rng = random.Random(seed)
     counters = dict.fromkeys((e.name for e in mix), 0)
@@ -234,3 +239,36 @@ def mix_difference(after: Mapping[str, Sequence[float]], before: Mapping[str, Se
     low, high = means[round(0.025 * (resamples - 1))], means[round(0.975 * (resamples - 1))]
     return {"envs": envs, "mix": {"mean": point, "ci_low": low, "ci_high": high, "n_envs": len(envs)}}
 
+
+
+def mix_markdown(summary: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    """``summary.md`` of a mix: per evaluation (sampled, greedy) a table of each env's untrained and trained mean
+    reward and their paired difference, and the mix's mean (each env counted once).
+
+    >>> stat = {"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}
+    >>> md = mix_markdown({"title": "T", "grpo": {"envs": {"catch": {"untrained": stat, "trained": stat,
+    ...     "paired": stat}}, "mix": {"untrained": 0.5, "trained": 0.5, "paired": stat}}}, {"grpo": "after GRPO"})
+    >>> md.splitlines()[4]
+    '| catch | 0.500 [0.250, 0.750] | 0.500 [0.250, 0.750] | +0.500 [0.250, 0.750] | yes |'
+    """
+    def fmt(stat: Mapping[str, float], sign: str = "") -> str:
+        return f"{stat['mean']:{sign}.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+
+    lines = [f"# {summary.get('title', 'GRPO on a mix')}", ""]
+    for phase in ("grpo", "grpo_greedy"):
+        result = summary.get(phase)
+        if not result:
+            continue
+        lines += [f"Held-out mean reward per env, {labels.get(phase, phase)} (95% bootstrap CIs; the paired "
+                  "difference is on the same tasks):", "",
+                  "| env | untrained | trained | paired difference | CI low > 0 |", "|---|---|---|---|---|"]
+        for env, row in result["envs"].items():
+            lines.append(f"| {env} | {fmt(row['untrained'])} | {fmt(row['trained'])} | {fmt(row['paired'], '+')} | "
+                         f"{'yes' if row['paired']['ci_low'] > 0 else 'no'} |")
+        mix = result["mix"]
+        lines += [f"| **mix** (mean over envs) | {mix['untrained']:.3f} | {mix['trained']:.3f} | "
+                  f"{fmt(mix['paired'], '+')} | {'yes' if mix['paired']['ci_low'] > 0 else 'no'} |", ""]
+    for key in ("held_out_episodes_per_env", "budgets", "seconds_this_session", "run"):
+        if key in summary:
+            lines.append(f"- {key}: {json.dumps(summary[key]) if not isinstance(summary[key], str) else summary[key]}")
+    return "\n".join(lines) + "\n"

@@ -9,8 +9,8 @@ from ._environment import Environment, EnvSpecInfo
 from ._loader import load_class
 from ._mcp_environment import MCPEnvironment, ToolCallFailed, ToolSpec, result_payload, tool
 from ._run import run_server
-from ._tasks import SEED_SPLITS, TaskSplit, UnknownSplit, listed_split, seed_splits
 from ._server import EnvServer, ServerConfig
+from ._tasks import SEED_SPLITS, TaskSplit, UnknownSplit, listed_split, seed_splits
 from ._workers import serve_workers
 
 __all__ = [
