@@ -259,6 +259,8 @@ def _summary(rec: RecipeRun, cfg: GrpoConfig, started: float) -> dict[str, Any]:
 
 def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
     """The recipe over ``cfg.envs``: one MixedPool, per-env held-out evaluations, a per-env summary."""
+    from ..pool import MixEnvFailed
+
     out = Path(cfg.output.dir) / cfg.run_name
     rec = RecipeRun.open(out, config_to_dict(cfg), resume=resume, console=console, phases=5)
     started = time.perf_counter()
@@ -273,7 +275,12 @@ def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
     games = None
     try:
         with rec.phase("env servers (one pool over the mix) and model", 1):
-            tasks = {e.name: discover_tasks(e.env) for e in mix}
+            tasks = {}
+            for e in mix:
+                try:
+                    tasks[e.name] = discover_tasks(e.env)
+                except Exception as exc:  # an env that cannot even answer names itself; nothing was started
+                    raise MixEnvFailed(e.name, exc) from exc
             games = Games(mix, agent, pool, out)
             model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
             for e in mix:
