@@ -50,7 +50,7 @@ class MixedPool:
         if not envs or len(set(names)) != len(names):
             raise ValueError(f"a mix needs at least one env and distinct names; got {names}")
         base = dataclasses.replace(config or PoolConfig(), **overrides)
-        if base.run_id is None:
+        if not base.run_id:
             base = dataclasses.replace(base, run_id=uuid.uuid4().hex[:12])  # one run id for every env's rows
         self.config, self.envs = base, {e.name: e for e in envs}
         self.writer = writer

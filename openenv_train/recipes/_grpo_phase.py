@@ -183,6 +183,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
         if g.use_vllm else {}
     gpu = torch.cuda.is_available()
     adaptive: dict[str, Any] = {"entropy_target": g.entropy_target} if g.entropy_target is not None else {}
+    # a mix's prompts are in the order of its weighted schedule (each step near every env's share): keep it
+    order: dict[str, Any] = {"shuffle_dataset": False} if mix is not None else {}
     args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
@@ -191,7 +193,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
                       entropy_coef=g.entropy_coef, use_adaptive_entropy=g.entropy_target is not None,
                       temperature=g.temperature, top_p=g.top_p, reward_weights=[reward_weights[n] for n in names],
                       logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
-                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm, **adaptive)
+                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm, **adaptive,
+                      **order)
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps(dict(p)) for p in prompts]})
     trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                                    reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,

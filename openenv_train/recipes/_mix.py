@@ -92,8 +92,11 @@ def discover_tasks(env: str | list[str]) -> EnvTasks:
     """Ask the env's server for its splits (a URL directly; a catalog name or ``module:Class`` through a short-lived
     in-process server): the first split of type ``train`` and the first of type ``test``. An env without a Task API
     (or without both kinds) gets seeds: :class:`EnvTasks` of no split."""
+    from .. import envs as catalog
     from ..client import TaskClient, TasksNotSupported
     from ..launch import Endpoint, InProcessProvider
+
+    del catalog  # imported for its side effect: in-process servers find catalog names through it
 
     async def ask() -> EnvTasks:
         provider = None
@@ -248,7 +251,7 @@ def mix_markdown(summary: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     >>> stat = {"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}
     >>> md = mix_markdown({"title": "T", "grpo": {"envs": {"catch": {"untrained": stat, "trained": stat,
     ...     "paired": stat}}, "mix": {"untrained": 0.5, "trained": 0.5, "paired": stat}}}, {"grpo": "after GRPO"})
-    >>> md.splitlines()[4]
+    >>> md.splitlines()[6]
     '| catch | 0.500 [0.250, 0.750] | 0.500 [0.250, 0.750] | +0.500 [0.250, 0.750] | yes |'
     """
     def fmt(stat: Mapping[str, float], sign: str = "") -> str:

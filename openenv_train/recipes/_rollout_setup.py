@@ -52,6 +52,8 @@ class Games:
             pool_type: Any = RolloutPool if isinstance(env, str) else MixedPool
             self.pool = self._stack.enter_context(pool_type(env, served.base_url, agent=agent, config=pool_config,
                                                             writer=self.writer, capture=self.capture))
+            if not isinstance(env, str):
+                self.pool.start()  # now, so an env of the mix that does not start stops the run before any phase
         except BaseException:
             self._stack.close()
             raise

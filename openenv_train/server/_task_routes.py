@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core import validation_errors
+from ..core import ProtocolError, validation_errors
 from ._tasks import UnknownSplit
 
 __all__ = ["TASK_ROUTES", "TaskRoutes"]
@@ -89,6 +89,8 @@ class TaskRoutes:
 
         try:
             result = await self._with_env(call)
+        except ProtocolError as exc:  # the env could not be built (FACTORY_ERROR)
+            return 500, {"detail": exc.message}
         except NotImplementedError:
             return 501, {"detail": f"{what} is not supported for this environment"}
         except UnknownSplit as exc:

@@ -118,8 +118,8 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path) -> None:
     # held-out episodes from each env's test split, training ones from its train split (the Task API's)
     assert len(held) == 2 * 3 * 3 and {r.task["split"] for r in held} == {"test"}
     assert len(trained) == 2 * 3 * 2 and {r.task["split"] for r in trained} == {"train"}
-    assert {r.env for r in rows} == {"catch", "tic_tac_toe", "blackjack"}
-    assert all(r.task["rows"] == 4 for r in rows if r.env == "catch")
+    assert {r.env.name for r in rows} == {"catch", "tic_tac_toe", "blackjack"}
+    assert all(r.task["rows"] == 4 for r in rows if r.env.name == "catch")
     assert all(r.ok for r in rows)
 
 
