@@ -44,14 +44,16 @@ def parse_mix(envs: Mapping[str, Any]) -> list[MixEnv]:
         raise ValueError("envs must map each env to a weight, e.g. envs='{catch: 1, tic_tac_toe: 1, blackjack: 1}'")
     out = []
     for env, entry in envs.items():
-        spec = {"weight": entry} if isinstance(entry, int | float) and not isinstance(entry, bool) else entry
+        spec: Any = {"weight": entry} if isinstance(entry, int | float) and not isinstance(entry, bool) else entry
         if not isinstance(spec, Mapping) or set(spec) - _ENTRY_KEYS:
             raise ValueError(f"envs.{env}: give a weight (a number) or a mapping of {sorted(_ENTRY_KEYS)}; got {entry!r}")
-        weight = spec.get("weight", 1.0)
+        weight, options, turns = spec.get("weight", 1.0), spec.get("options") or {}, spec.get("max_turns")
         if isinstance(weight, bool) or not isinstance(weight, int | float):
             raise ValueError(f"envs.{env}.weight must be a number > 0, got {weight!r}")
-        out.append(MixEnv(_name(str(env)), str(env), float(weight), dict(spec.get("options") or {}),
-                          spec.get("max_turns")))
+        if not isinstance(options, Mapping) or (turns is not None and (not isinstance(turns, int) or turns < 1)):
+            raise ValueError(f"envs.{env}: options must be a mapping of reset options and max_turns an integer >= 1; "
+                             f"got options={options!r}, max_turns={turns!r}")
+        out.append(MixEnv(_name(str(env)), str(env), float(weight), dict(options), turns))
     names = [e.name for e in out]
     if len(set(names)) != len(names):
         raise ValueError(f"envs: two envs have one name in {names}; give each env once")

@@ -319,7 +319,7 @@ def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg:
     from ..pool import EpisodeSpec
 
     todo = [e for e in mix if f"{phase}/{e.name}" not in rec.state.data["evals"]]
-    rows: dict[str, list[Any]] = {}
+    rows: dict[str, list[Any]] = {e.name: [] for e in mix}
     if todo:
         model.eval()
         temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
@@ -332,7 +332,7 @@ def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg:
                 episode = f"eval-{phase}-{e.name}-{i:04d}"
                 specs.append(EpisodeSpec(episode, task, task.pop("seed", None), episode))
         for row in games.play_specs(backend, specs):
-            rows.setdefault(games.pool.env_of(row), []).append(row)
+            rows[games.pool.env_of(row)].append(row)
 
     for e in mix:
         def report(result: dict[str, Any], n: int, name: str = e.name) -> str:
@@ -340,7 +340,7 @@ def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg:
             return (f"[bold]{LABELS[phase]}[/] on {name} ({n} held-out episodes): mean reward {m['mean']:.3f} "
                     f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
 
-        rec.evaluate(f"{phase}/{e.name}", f"{LABELS[phase]} on {e.name}", lambda name=e.name: rows.get(name, []),
+        rec.evaluate(f"{phase}/{e.name}", f"{LABELS[phase]} on {e.name}", partial(rows.__getitem__, e.name),
                      _episode_metrics, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed, report=report)
 
 

@@ -74,8 +74,14 @@ def seed_splits(splits: Mapping[str, tuple[SplitType, range]] = SEED_SPLITS) -> 
     >>> [s.spec(2) for s in seed_splits()]
     [{'id': 'train-2', 'index': 2, 'seed': 2}, {'id': 'test-2', 'index': 2, 'seed': 1000002}]
     """
-    return [TaskSplit(name, kind, seeds, lambda i, seed, n=name: {"id": f"{n}-{i}", "index": i, "seed": seed},
-                      lambda seed: {"seed": seed}) for name, (kind, seeds) in splits.items()]
+    return [_seed_split(name, kind, seeds) for name, (kind, seeds) in splits.items()]
+
+
+def _seed_split(name: str, kind: SplitType, seeds: range) -> TaskSplit:
+    def spec(index: int, seed: int) -> dict[str, Any]:
+        return {"id": f"{name}-{index}", "index": index, "seed": seed}
+
+    return TaskSplit(name, kind, seeds, spec, lambda seed: {"seed": seed})
 
 
 def listed_split(name: str, kind: SplitType, tasks: Sequence[Any], option: str,
