@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..core import OpenEnvTrainError
+
 __all__ = ["SEED_SPLITS", "SplitType", "TaskSplit", "UnknownSplit", "find_split", "listed_split", "seed_splits"]
 
 SplitType = Literal["train", "validation", "test"]
@@ -24,7 +26,7 @@ SEED_SPLITS: dict[str, tuple[SplitType, range]] = {
 }
 
 
-class UnknownSplit(ValueError):
+class UnknownSplit(OpenEnvTrainError, ValueError):
     """A split name the env does not declare (the server answers 400 with the names it has)."""
 
 
