@@ -113,3 +113,16 @@ def test_seed_splits_stay_apart_from_the_general_recipe_training_seeds() -> None
     train, test = seed_splits()
     assert (train.tasks.start, train.tasks.stop, test.tasks.start) == (0, 1_000_000, 1_000_000)
     assert CatchEnvironment().task_reset_options("test", 0) == {"seed": 1_000_000}
+
+
+def test_the_wordle_server_serves_the_recipe_word_splits_for_its_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv_train.envs.wordle import SPLIT_SEED_ENV, WordleEnvironment
+    from openenv_train.recipes.grpo_wordle import GrpoWordleConfig
+
+    monkeypatch.setenv(SPLIT_SEED_ENV, "3")
+    held, _, grpo = GrpoWordleConfig(seed=3).secret_splits()
+    env = WordleEnvironment()
+    assert [t["task"] for t in env.get_task_range("held_out")] == held
+    assert set(grpo) <= {t["task"] for t in env.get_task_range("grpo")}
+    env.reset(**env.task_reset_options("held_out", 4))  # what the server does for reset(split=..., index=...)
+    assert env.state.secret == held[4]
