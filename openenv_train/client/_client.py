@@ -140,6 +140,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self._ws: ClientConnection | None = None
         self._lock = asyncio.Lock()
         self._failure: str | None = None
+        self._tasks: TaskClient | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -233,7 +234,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         """The Task API of this client's server (its provider's server is started first, if not yet)."""
         if self.provider is not None and not self.provider.started:
             self.endpoint = await self.provider.start()
-        return TaskClient(self.endpoint, headers=self._handshake_headers(), timeout_s=self.reply_timeout_s)
+        if self._tasks is None or self._tasks.endpoint != self.endpoint:  # the env's name is asked once per server
+            self._tasks = TaskClient(self.endpoint, headers=self._handshake_headers(), timeout_s=self.reply_timeout_s)
+        return self._tasks
 
     async def list_environments(self) -> list[str]:
         """``GET /list_environments``: the envs the server serves."""
