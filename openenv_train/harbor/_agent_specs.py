@@ -141,7 +141,7 @@ def _gemini(call: AgentCall, binary: str) -> AgentLaunch:
         "security": {"auth": {"selectedType": "gemini-api-key"}},
     }
     env = {"GOOGLE_GEMINI_BASE_URL": call.origin, "GEMINI_API_KEY": call.api_key, "GEMINI_CLI_NO_RELAUNCH": "true",
-           "NO_COLOR": "1"}
+           "GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
     return AgentLaunch(env, {".gemini/settings.json": json.dumps(settings, indent=1)},
                        [binary, "-p", _prompt(), "--yolo", "-m", call.model, "--output-format", "json"])
 
@@ -150,7 +150,7 @@ def _mini(call: AgentCall, binary: str) -> AgentLaunch:
     env = {"OPENAI_API_BASE": f"{call.origin}/v1", "OPENAI_BASE_URL": f"{call.origin}/v1",
            "OPENAI_API_KEY": call.api_key, "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
            "MSWEA_SILENT_STARTUP": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1"}
-    return AgentLaunch(env, {}, [binary, "-y", "--exit-immediately", "-m", f"openai/{call.model}",
+    return AgentLaunch(env, {}, [binary, "-y", "--exit-immediately", "-l", "0", "-m", f"openai/{call.model}",
                                  "-t", _prompt(), "-o", f"{call.home}/trajectory.json"])
 
 
