@@ -159,7 +159,7 @@ AGENT_SPECS: Mapping[str, AgentSpec] = {spec.name: spec for spec in (
               "served", _mini, needs_node=False,
               root_note="none: it runs its bash blocks as the sandbox's unprivileged user"),
     AgentSpec("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.332", "node_modules/.bin/claude",
-              "anthropic_messages", "Anthropic commercial terms (SEE LICENSE IN README.md)", "claude-sonnet-4-5",
+              "anthropic_messages", "proprietary (Anthropic Commercial Terms)", "claude-sonnet-4-5",
               _claude, root_note="IS_SANDBOX=1, or as root it refuses --dangerously-skip-permissions"),
     AgentSpec("codex", "npm", "@openai/codex", "0.171.0", "node_modules/.bin/codex", "openai_responses",
               "Apache-2.0", "served", _codex,
