@@ -56,10 +56,8 @@ def run(
                                                     "Attempts already in RUN are skipped.")] = None,
 ) -> None:
     """Run each task's attempt(s): workspace, agent, tests/test.sh; one trace row per attempt, then a table."""
-    from ..harbor import HarborRunConfig
+    from ..harbor import AGENT_SPECS, HarborError, HarborRunConfig, InstalledAgent
     from ..trace import TraceWriter
-
-    from ..harbor import AGENT_SPECS, HarborError, InstalledAgent
 
     builtin = ("oracle", "nop", "model", "command")
     if agent not in builtin and agent not in AGENT_SPECS:
