@@ -5,7 +5,6 @@ the sandbox reaches the proxy and nothing else; a missing agent is a clear error
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from openenv_train.harbor import (
     CommandAgent,
     InstalledAgent,
     run_task,
+    shell_script_reply,
 )
 from openenv_train.policy import PolicyServer, ScriptedBackend
 from openenv_train.trace import CaptureStore
@@ -27,30 +27,6 @@ from tests.sandbox.conftest import require_sandbox
 
 HELLO = EXAMPLES / "hello-world"
 WRITE = "echo 'Hello, world!' > hello.txt"
-
-#: Each agent's own shell tool, called with the command that solves hello-world.
-TOOL_CALLS: dict[str, dict[str, Any]] = {
-    "claude-code": {"name": "Bash", "arguments": {"command": WRITE, "description": "Write hello.txt"}},
-    "codex": {"name": "exec_command", "arguments": {"cmd": WRITE}},
-    "opencode": {"name": "bash", "arguments": {"command": WRITE, "description": "Write hello.txt"}},
-    "gemini-cli": {"name": "run_shell_command", "arguments": {"command": WRITE}},
-    "mini-swe-agent": {"name": "bash", "arguments": {"command": WRITE}},
-}
-#: How each agent ends: a plain answer, or mini-swe-agent's submit command.
-ENDINGS: dict[str, str] = {
-    "mini-swe-agent": '<tool_call>\n{"name": "bash", "arguments": {"command": '
-                      '"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}\n</tool_call>',
-}
-
-
-def script(agent: str) -> Callable[[list[dict[str, Any]]], str]:
-    """The shell call that writes hello.txt until a tool result came back, then the agent's ending."""
-    def reply(messages: list[dict[str, Any]]) -> str:
-        if any(m["role"] == "tool" for m in messages):
-            return ENDINGS.get(agent, "Done: hello.txt is written.")
-        return f"<tool_call>\n{json.dumps(TOOL_CALLS[agent])}\n</tool_call>"
-    return reply
-
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -72,7 +48,7 @@ def require_agents() -> None:
 async def test_agent_cli_completes_hello_world_through_the_proxy(agent: str, tokenizer: Any) -> None:
     require_agents()
     store = CaptureStore()
-    async with PolicyServer(ScriptedBackend(script(agent), tokenizer), capture=store) as server:
+    async with PolicyServer(ScriptedBackend(shell_script_reply(agent, WRITE), tokenizer), capture=store) as server:
         row = await run_task(HELLO, InstalledAgent(agent, server.url), capture=store)
     assert row.ok and row.reward == 1.0, (row.error, [s.observation for s in row.steps])
     agent_step = row.steps[0]
