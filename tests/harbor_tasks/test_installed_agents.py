@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from openenv_train.cli import main
 from openenv_train.harbor import (
     AGENT_SPECS,
     SANDBOX_PROXY_PORT,
@@ -20,7 +21,7 @@ from openenv_train.harbor import (
     shell_script_reply,
 )
 from openenv_train.policy import PolicyServer, ScriptedBackend
-from openenv_train.trace import CaptureStore
+from openenv_train.trace import CaptureStore, read_traces
 from tests import _system_parts
 from tests.harbor_tasks._support import EXAMPLES
 from tests.sandbox.conftest import require_sandbox
@@ -105,3 +106,30 @@ async def test_a_missing_agent_names_the_install_command(tmp_path: Path) -> None
     row = await run_task(HELLO, agent)
     assert not row.ok and row.error is not None and row.error.type == "AgentNotInstalled"
     assert "openenv-train agents install codex" in row.error.message
+
+
+def test_cli_names_the_install_command_and_checks_its_options(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_TRAIN_AGENTS_DIR", str(tmp_path / "empty"))
+    run = ["harbor", "run", str(HELLO), "-o", str(tmp_path / "run")]
+    assert main([*run, "--agent", "codex", "--model", "http://127.0.0.1:9"]) == 1
+    assert "openenv-train agents install codex" in capsys.readouterr().err
+    assert main([*run, "--agent", "codex"]) == 2  # no --model: the model the proxy serves
+    assert main([*run, "--agent", "codex", "--model", "x", "--env", "docker"]) == 2
+    assert main([*run, "--agent", "command", "--model", "x"]) == 2  # no --agent-command
+    assert main(["agents", "install", "no-such-agent"]) == 2
+    assert "the agents are: mini-swe-agent, claude-code" in capsys.readouterr().err
+
+
+def test_cli_runs_an_agent_cli_against_an_upstream_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``harbor run --agent claude-code --model URL``: the proxy in front of an upstream server, end to end."""
+    require_agents()
+    upstream = ScriptedBackend(shell_script_reply("claude-code", WRITE), model_id="upstream-model")
+    with PolicyServer(upstream) as server:
+        code = main(["harbor", "run", str(HELLO), "--agent", "claude-code", "--model", server.url,
+                     "-o", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (row,) = read_traces(tmp_path / "run")
+    assert row.reward == 1.0 and row.task["agent"] == "claude-code" and len(row.trace.turns) >= 2
+    assert {t.metadata.get("dialect") for t in row.trace.turns} == {"anthropic_messages"}
