@@ -106,6 +106,8 @@ class InstalledAgent:
         model: the model name the CLI sends (default: the spec's ``default_model``; the endpoint serves its one
             model whatever the name).
         agents_dir: the agent cache (default :func:`agents_dir`).
+        args: more arguments for the CLI, after the spec's (e.g. ``["--max-turns", "8"]`` for Claude Code).
+        env: more variables for the CLI, over the spec's.
 
     Raises:
         KeyError: no such agent.
@@ -115,6 +117,8 @@ class InstalledAgent:
     base_url: str
     model: str | None = None
     agents_dir: Path | None = None
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -138,7 +142,9 @@ class InstalledAgent:
         call = AgentCall(origin=f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", api_key=ctx.session_id,
                          model=str(self.model), home=_HOME)
         ctx.model_id = self.model
-        await run_cli(ctx, self.name, self.spec.launch(call, str(binary)), base_url=self.base_url,
+        launch = self.spec.launch(call, str(binary))
+        launch = AgentLaunch({**launch.env, **self.env}, launch.files, [*launch.argv, *self.args])
+        await run_cli(ctx, self.name, launch, base_url=self.base_url,
                       prompt=ctx.task.instruction, ro_paths=[str(installed_dir(self.spec, self.agents_dir))])
 
 
