@@ -115,7 +115,6 @@ def test_cli_names_the_install_command_and_checks_its_options(tmp_path: Path, ca
     assert main([*run, "--agent", "codex", "--model", "http://127.0.0.1:9"]) == 1
     assert "openenv-train agents install codex" in capsys.readouterr().err
     assert main([*run, "--agent", "codex"]) == 2  # no --model: the model the proxy serves
-    assert main([*run, "--agent", "codex", "--model", "x", "--env", "docker"]) == 2
     assert main([*run, "--agent", "command", "--model", "x"]) == 2  # no --agent-command
     assert main(["agents", "install", "no-such-agent"]) == 2
     assert "the agents are: mini-swe-agent, claude-code" in capsys.readouterr().err
