@@ -12,6 +12,7 @@ Run (from the repository root)::
 
     python benchmarks/agent_attempts.py                       # every installed agent, 5 attempts each
     python benchmarks/agent_attempts.py --agents codex claude-code --attempts 2
+    python benchmarks/agent_attempts.py --env docker      # in containers (.ci/docker-setup.sh start first)
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openenv_train.harbor import AGENT_SPECS, HarborError, InstalledAgent, run_task, shell_script_reply
+from openenv_train.harbor import (
+    AGENT_SPECS,
+    HarborError,
+    HarborRunConfig,
+    InstalledAgent,
+    run_task,
+    shell_script_reply,
+)
 from openenv_train.policy import PolicyServer, ScriptedBackend, build_tiny_model
 from openenv_train.trace import CaptureStore
 
@@ -32,7 +40,7 @@ HELLO = Path(__file__).resolve().parent.parent / "openenv_train" / "harbor" / "e
 WRITE = "echo 'Hello, world!' > hello.txt"
 
 
-async def measure(agent: str, attempts: int, tokenizer: Any) -> dict[str, Any]:
+async def measure(agent: str, attempts: int, tokenizer: Any, config: HarborRunConfig) -> dict[str, Any]:
     """Run ``attempts`` attempts of ``agent`` and return its figures."""
     store = CaptureStore()
     totals, agents, shares, calls, failed = [], [], [], [], 0
@@ -40,7 +48,7 @@ async def measure(agent: str, attempts: int, tokenizer: Any) -> dict[str, Any]:
         worker = InstalledAgent(agent, server.url)
         started = time.perf_counter()
         for k in range(attempts):
-            row = await run_task(HELLO, worker, attempt=k, capture=store)
+            row = await run_task(HELLO, worker, attempt=k, capture=store, config=config)
             failed += row.reward != 1.0
             proxy = sum(float(t.metadata.get("timings", {}).get("total_s", 0.0)) for t in row.trace.turns)
             totals.append(row.timings["total"])
@@ -57,7 +65,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", nargs="+", default=list(AGENT_SPECS), choices=list(AGENT_SPECS))
     parser.add_argument("--attempts", type=int, default=5, help="Attempts per agent (one at a time).")
+    parser.add_argument("--env", choices=["sandbox", "docker"], default="sandbox", help="Where the task runs.")
+    parser.add_argument("--docker-base-image", default="openenv-train/base:py3",
+                        help="With --env docker: the local image task images build FROM (offline engines).")
     args = parser.parse_args()
+    config = HarborRunConfig(backend=args.env, docker_base_image=args.docker_base_image if args.env == "docker" else None)
     from transformers import AutoTokenizer
 
     with tempfile.TemporaryDirectory() as folder:
@@ -70,7 +82,7 @@ async def main() -> None:
         except HarborError as exc:
             print(f"{agent:<16}skipped: {exc}")
             continue
-        r = await measure(agent, args.attempts, tokenizer)
+        r = await measure(agent, args.attempts, tokenizer, config)
         print(f"{r['agent']:<16}{r['per_min']:>13.1f}{r['attempt_s']:>11.2f}{r['agent_s']:>9.2f}{r['calls']:>7g}"
               f"{r['proxy_share']:>12.1%}{r['failed']:>8d}", flush=True)
 
