@@ -67,7 +67,8 @@ def _script(launch: AgentLaunch, socket_path: str, log: str) -> tuple[str, dict[
         f"{ready} & forwarder=$!",
         f"for _ in $(seq 1 1000); do [ -e {ready} ] && break; kill -0 $forwarder 2>/dev/null || break; sleep 0.01; done",
         f"[ -e {ready} ] || {{ echo 'openenv-train: the proxy forwarder did not start' >&2; exit 98; }}",
-        f"{launch.shell()} > {shlex.quote(log)} 2>&1 < /dev/null",
+        # braces: a command line's own redirections and lists keep their meaning
+        f"{{ {launch.shell()}\n}} > {shlex.quote(log)} 2>&1 < /dev/null",
         "status=$?",
         "kill $forwarder 2>/dev/null",
         f"tail -c {_TAIL} {shlex.quote(log)}",

@@ -132,3 +132,16 @@ def test_cli_runs_an_agent_cli_against_an_upstream_url(tmp_path: Path, capsys: p
     (row,) = read_traces(tmp_path / "run")
     assert row.reward == 1.0 and row.task["agent"] == "claude-code" and len(row.trace.turns) >= 2
     assert {t.metadata.get("dialect") for t in row.trace.turns} == {"anthropic_messages"}
+
+
+def test_cli_runs_a_command_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--agent command --agent-command ...``: any CLI line, its placeholders filled in."""
+    require_sandbox()
+    with PolicyServer(ScriptedBackend(lambda m: "hi", model_id="upstream-model")) as server:
+        code = main(["harbor", "run", str(HELLO), "--agent", "command", "--model", server.url, "--model-name", "m1",
+                     "--agent-command", "echo {model} {base_url} && printf 'Hello, world!\\n' > hello.txt",
+                     "-o", str(tmp_path / "run")])
+    assert code == 0, capsys.readouterr().out
+    (row,) = read_traces(tmp_path / "run")
+    assert row.reward == 1.0 and row.task["agent"] == "command"
+    assert row.steps[0].observation["stdout"].startswith(f"m1 http://127.0.0.1:{SANDBOX_PROXY_PORT}")
