@@ -74,12 +74,22 @@ class TaskEnvironment(Protocol):
 
     backend: str
     workdir: str
+    socket_parent: str | None
+    """Where a socket folder for :meth:`exec_program` must be made (Docker: a folder mounted when the container
+    started); None: anywhere (the sandbox binds it per run)."""
 
     async def start(self) -> None:
         """Build the workspace (Dockerfile steps); raises EnvironmentSetupError."""
 
     async def exec(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ExecResult:
         """Run ``command`` with bash in the workspace."""
+
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """Run ``command`` like :meth:`exec`, for a whole program such as an agent's CLI: host folders
+        ``ro_paths`` (its installation) readable at the same paths, host folder ``socket_dir`` (the Unix socket
+        to the policy endpoint) writable at the same path, and no per-process memory cap (JavaScript runtimes
+        reserve far more address space than they use)."""
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """Replace Harbor folder ``harbor_dir`` (``/tests`` or ``/solution``) by the files of ``source``."""
@@ -184,6 +194,7 @@ class SandboxTaskEnv:
     """
 
     backend = "sandbox"
+    socket_parent: str | None = None
 
     def __init__(self, task: HarborTask, *, python: str | None = None) -> None:
         self.task = task
@@ -242,7 +253,7 @@ class SandboxTaskEnv:
             raise EnvironmentSetupError(f"task {self.task.name}: {what} failed in the sandbox ({cause}): {tail}")
 
     async def _run(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
-                   cwd: str | None = None) -> ExecResult:
+                   cwd: str | None = None, config: SandboxConfig | None = None) -> ExecResult:
         """One sandbox run: place queued files, run queued preparation, then ``command`` in ``cwd``."""
         if self._box is None:
             raise EnvironmentSetupError("the sandbox is not started; call start() first")
@@ -253,7 +264,7 @@ class SandboxTaskEnv:
             script += f"{' && '.join(prep)} || {{ echo 'harbor: preparing the workspace failed' >&2; exit 97; }}\n"
         script += f"cd {shlex.quote(cwd or self.workdir)} || exit 1\n{command}"
         argv = ["env", *(f"{k}={v}" for k, v in (env or {}).items()), "bash", "-c", script]
-        result = await self._box.arun(argv, files=files or None, timeout_s=max(timeout_s, 0.05))
+        result = await self._box.arun(argv, files=files or None, timeout_s=max(timeout_s, 0.05), config=config)
         return ExecResult(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
                           timed_out=result.killed_reason == "wall_time", truncated=result.truncated,
                           duration_s=result.duration_s)
@@ -261,6 +272,16 @@ class SandboxTaskEnv:
     async def exec(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ExecResult:
         """Run ``command`` with bash in the workspace's WORKDIR; files it writes there persist."""
         return await self._run(command, timeout_s=timeout_s, env=env)
+
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """:meth:`exec` with ``ro_paths`` mounted read-only, ``socket_dir`` read-write and no memory cap
+        (see :meth:`TaskEnvironment.exec_program`); the sandbox still has no network."""
+        config = dataclasses.replace(
+            self.config, ro_paths=(*self.config.ro_paths, *ro_paths),
+            rw_paths=(*self.config.rw_paths, *([socket_dir] if socket_dir else [])),
+            limits=dataclasses.replace(self.config.limits, memory_bytes=None))
+        return await self._run(command, timeout_s=timeout_s, env=env, config=config)
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """Replace ``harbor_dir`` by a copy of ``source`` (text files get the Harbor path mapping).
@@ -347,12 +368,20 @@ class DockerTaskEnv:
 
     ``/logs`` is a bind mount of a host temp folder; /tests and /solution are copied in with ``docker cp``.
     The image is kept (tagged ``openenv-harbor-<task>:<checksum>``) so that later attempts start fast.
+
+    Args:
+        program_paths: host paths mounted read-only at the same place when the container starts: what
+            :meth:`exec_program` runs (an agent's installation, the host's Python for the proxy forwarder). A host
+            folder for sockets (``socket_parent``) is mounted read-write the same way.
     """
 
     backend = "docker"
 
-    def __init__(self, task: HarborTask, *, docker: str = "docker", base_image: str | None = None) -> None:
+    def __init__(self, task: HarborTask, *, docker: str = "docker", base_image: str | None = None,
+                 program_paths: Sequence[str] = ()) -> None:
         self.task, self.docker = task, docker
+        self.program_paths = tuple(os.path.realpath(path) for path in program_paths if os.path.exists(path))
+        self.socket_parent: str | None = None
         self.base_image = base_image if task.config.environment.docker_image is None else None
         self.workdir = "/"
         # the base is part of the tag: the same task built on another base is another image
@@ -407,7 +436,12 @@ class DockerTaskEnv:
             os.chmod(self._logs / sub, 0o777)
         name = f"openenv-harbor-{uuid.uuid4().hex[:12]}"
         env = resolve_env(settings.env, where="[environment] env")
-        args = ["run", "-d", "--name", name, "--init", "-v", f"{self._logs}:/logs",
+        mounts = [arg for path in self.program_paths for arg in ("-v", f"{path}:{path}:ro")]
+        if self.program_paths:
+            self.socket_parent = tempfile.mkdtemp(prefix="openenv-harbor-sockets-", dir="/tmp")
+            os.chmod(self.socket_parent, 0o755)
+            mounts += ["-v", f"{self.socket_parent}:{self.socket_parent}"]
+        args = ["run", "-d", "--name", name, "--init", "-v", f"{self._logs}:/logs", *mounts,
                 f"--memory={settings.memory_mb}m", f"--cpus={await self._cpus(settings.cpus)}",
                 *(["--network", "none"] if not settings.allow_internet else []),
                 *(arg for k, v in env.items() for arg in ("-e", f"{k}={v}")),
@@ -424,6 +458,25 @@ class DockerTaskEnv:
         env_args = [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
         return await _docker_cli(self.docker, "exec", "-w", self.workdir, *env_args, self.container, "bash", "-c",
                                  command, timeout_s=timeout_s)
+
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """:meth:`exec`, for a program whose paths were mounted when the container started (``program_paths``);
+        ``socket_dir`` must be a folder in ``socket_parent``.
+
+        Raises:
+            EnvironmentSetupError: a path was not mounted at the start.
+        """
+        missing = [path for path in ro_paths if not any(
+            os.path.realpath(path) == root or os.path.realpath(path).startswith(root + "/") for root in self.program_paths)]
+        outside = socket_dir is not None and (self.socket_parent is None
+                                              or os.path.dirname(socket_dir) != self.socket_parent)
+        if missing or outside:
+            raise EnvironmentSetupError(
+                f"task {self.task.name}: {', '.join(missing) or socket_dir} was not mounted when the container "
+                "started; give the agent's paths to DockerTaskEnv(program_paths=...) (run_task takes them from the "
+                "agent's host_paths)")
+        return await self.exec(command, timeout_s=timeout_s, env=env)
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """``docker cp`` a folder's contents to ``harbor_dir``."""
@@ -467,8 +520,10 @@ class DockerTaskEnv:
                 *argv]
 
     async def close(self) -> None:
-        """Remove the container (the image stays) and the host logs folder."""
+        """Remove the container (the image stays) and the host logs and sockets folders."""
         if self.container is not None:
             await _docker_cli(self.docker, "rm", "-f", self.container, timeout_s=60)
             self.container = None
         shutil.rmtree(self._logs, ignore_errors=True)
+        if self.socket_parent is not None:
+            shutil.rmtree(self.socket_parent, ignore_errors=True)
