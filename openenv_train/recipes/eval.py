@@ -164,7 +164,7 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     kind = _agent_kind(cfg)
     wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else WordleGRPOSection.per_turn_tokens
     tokens = cfg.per_turn_tokens or (wordle_tokens if kind == "wordle" else 64)
-    beam = {"use_beam_search": True, "n": cfg.beam_width} if cfg.beam_width else {}
+    beam: dict[str, Any] = {"use_beam_search": True, "n": cfg.beam_width} if cfg.beam_width else {}
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
                             constrained=cfg.constrained, **beam)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,

@@ -142,7 +142,7 @@ def _evaluate(rec: RecipeRun, games: WordleGames, model: Any, tokenizer: Any, wo
     ``eval.beam_width`` beam search): win rate, reward, guesses when won, invalid and consistent guesses."""
     from ..policy import FixedSampling, LocalBackend
 
-    beam = {"use_beam_search": True, "n": cfg.eval.beam_width} if phase in BEAM_OF else {}
+    beam: dict[str, Any] = {"use_beam_search": True, "n": cfg.eval.beam_width} if phase in BEAM_OF else {}
 
     def play() -> Any:
         model.eval()

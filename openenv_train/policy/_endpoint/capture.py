@@ -84,11 +84,14 @@ def turns_for(request: ChatRequest, result: ChatResult, response: dict[str, Any]
 
 
 def _beams(request: ChatRequest, result: ChatResult) -> dict[str, Any] | None:
-    """What a beam-search answer's turns record of the search (None: the answer was sampled)."""
+    """What a beam-search answer's turns record of the search (None: the answer was sampled). The backend's
+    ``decoding`` says so even when a wrapper (``FixedSampling``) asked for the beams, not the caller."""
+    decoding = result.info.get("decoding") or {}
     params = request.sampling
-    if not params.use_beam_search:
+    if decoding.get("method") != "beam_search" and not params.use_beam_search:
         return None
-    return {"width": params.n, "length_penalty": params.length_penalty,
+    return {"width": decoding.get("width", params.n),
+            "length_penalty": decoding.get("length_penalty", params.length_penalty),
             "prompt_token_ids": result.prompt_token_ids,
             "beams": [{"text": c.message.get("content"), "token_ids": c.token_ids, "score": c.beam_score,
                        "cumulative_logprob": sum(c.logprobs) if c.logprobs is not None else None,

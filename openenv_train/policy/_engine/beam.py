@@ -210,13 +210,13 @@ class _BeamBatch:
     @staticmethod
     def _grown(beam: _Beam, token: int, logprob: float, cumulative: float, finish: str, row: Row) -> _Beam:
         state = beam.state
-        if row.guide is not None:
+        if row.guide is not None and finish != "stop":  # a finished beam's guide is never asked again
             state = row.guide.advance(state, token)
         return _Beam([*beam.tokens, token], [*beam.logprobs, logprob], cumulative, beam.lane, state, finish)
 
     def _output(self, q: _Request) -> RowOutput:
-        if q.error is not None:
-            return RowOutput(error=q.error)
+        if q.error is not None or not q.finished:
+            return RowOutput(error=q.error or BackendFailed("no beam ended: every continuation had probability 0"))
         texts = self.tokenizer.batch_decode([b.tokens[:-1] if b.finish == "stop" else b.tokens for b in q.finished],
                                             skip_special_tokens=True)
         beams = [RowOutput(b.tokens, b.logprobs, finish_reason="stop" if b.finish == "stop" else "length",
