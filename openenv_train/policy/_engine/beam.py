@@ -135,7 +135,7 @@ class _BeamBatch:
         logits = model(input_ids=ids, attention_mask=prompt_mask, position_ids=positions, use_cache=True,
                        **{name: cache}).logits[:, -1, :]
         owner = torch.tensor([i for i, q in enumerate(self.requests) for _ in range(q.width)], device=device)
-        cache.reorder_cache(owner)  # each lane starts as a copy of its request's prompt
+        cache.reorder_cache(owner)  # type: ignore[arg-type]  # each lane starts as a copy of its request's prompt
         logits, mask, next_pos = logits[owner], prompt_mask[owner], lengths[owner][:, None]
         steps = max(r.max_new for r in rows)
         for step in range(steps):
@@ -143,7 +143,7 @@ class _BeamBatch:
             if not any(q.active for q in self.requests):
                 break
             index = torch.tensor(parents, device=device)
-            cache.reorder_cache(index)
+            cache.reorder_cache(index)  # type: ignore[arg-type]  # (a LongTensor in its annotation)
             mask = torch.cat([mask, torch.ones((self.lanes, 1), dtype=mask.dtype, device=device)], dim=1)
             logits = model(input_ids=torch.tensor(tokens, device=device)[:, None], attention_mask=mask,
                            position_ids=next_pos, use_cache=True, **{name: cache}).logits[:, -1, :]
