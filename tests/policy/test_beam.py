@@ -215,3 +215,22 @@ def test_recipe_settings_refuse_a_width_the_endpoint_cannot_serve() -> None:
         WordleEvalSection(beam_width=17)
     with pytest.raises(ValueError, match="samples=1"):
         EvalConfig(model="m", beam_width=4, samples=2, temperature=1.0)
+
+
+async def test_beams_in_a_continuous_engine_decode_between_its_steps(char_model: Path) -> None:
+    """With continuous batching, beam rows decode at once in a batch of their own while sampled rows join the running
+    decode; their beams are those the thread engine finds."""
+    requests = [parse_chat_request(_body(f"round {i}", n=3, guided_choice=WORDS, max_tokens=8)) for i in range(3)]
+    sampled = [parse_chat_request({"model": "m", "messages": [{"role": "user", "content": f"s{i}"}], "max_tokens": 6,
+                                   "temperature": 1.0, "seed": i}) for i in range(3)]
+    thread = LocalBackend(str(char_model), config=LocalConfig(engine="thread"))
+    joining = LocalBackend(str(char_model), config=LocalConfig(engine="process", continuous=True))
+    try:
+        expected = [await thread.chat(r) for r in [*requests, *sampled]]
+        got = await asyncio.gather(*(joining.chat(r) for r in [*sampled, *requests]))
+        assert joining.engine.kind == "process" and joining.config.continuous
+        for want, have in zip(expected, [*got[3:], *got[:3]], strict=True):
+            assert [c.token_ids for c in have.choices] == [c.token_ids for c in want.choices]
+    finally:
+        await thread.aclose()
+        await joining.aclose()
