@@ -46,9 +46,11 @@ class SamplingParams:
     """With ``use_beam_search``: a beam's score is its summed logprob over its length to this power (vLLM's)."""
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON (lists for tuples)."""
+        """Plain JSON (lists for tuples; the beam options only with ``use_beam_search``)."""
         out = asdict(self)
         out["stop"], out["stop_token_ids"] = list(self.stop), list(self.stop_token_ids)
+        if not self.use_beam_search:
+            del out["use_beam_search"], out["length_penalty"]
         return out
 
 
