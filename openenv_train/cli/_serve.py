@@ -66,7 +66,7 @@ def serve(
     if reload:
         raise typer.Exit(_serve_with_reload(_watch_root(env, env_cls), _child_argv(ctx)))
     if sandbox:
-        inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size",
+        inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size", "mode",
                                                  "max_messages_per_s", "message_burst")}
         inner["token_file"] = os.path.abspath(token_file) if token_file else None
         raise typer.Exit(_serve_sandboxed(env, uds, ready_file, config_argv(ServerConfig, inner)))

@@ -12,6 +12,8 @@ from ..core import lazy_attributes, moved_names
 from ..launch import Endpoint, Provider, http_get_json, register_default_client, wait_healthy, ws_url
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
+from ._mcp_ws import McpWsClient, McpWsError, mcp_ws_url
+from ._server_mode import server_mode
 from ._sync import SyncEnvClient
 from ._typed import TypedEnvClient, TypedMCPClient
 
@@ -31,6 +33,8 @@ __all__ = [
     "EnvClient",
     "GenericEnvClient",
     "MCPToolClient",
+    "McpWsClient",
+    "McpWsError",
     "Provider",
     "SyncEnvClient",
     "ToolCallError",
@@ -38,6 +42,8 @@ __all__ = [
     "TypedMCPClient",
     "from_env",
     "http_get_json",
+    "mcp_ws_url",
+    "server_mode",
     "wait_healthy",
     "ws_url",
 ]

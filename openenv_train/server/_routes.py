@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
+from ..core import JsonRpcCode, ProtocolError, ServerMode, dumps, jsonrpc_error, loads
 from ._mcp_rpc import McpRpc
 from ._session import Session, SessionRegistry, payload_json
 
@@ -32,6 +32,9 @@ _ROUTES: dict[str, tuple[str, ...]] = {
     "/ws": ("GET",),
 }
 
+#: The routes ``ServerMode.PRODUCTION`` leaves out (as OpenEnv's ``register_routes`` does).
+SIMULATION_ONLY = frozenset({"/reset", "/step", "/state"})
+
 
 def _detail(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": kind}
@@ -40,14 +43,17 @@ def _detail(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
 class HttpRoutes:
     """Answers every HTTP route of the protocol for one registry."""
 
-    def __init__(self, registry: SessionRegistry, mcp: McpRpc, *, version: str) -> None:
+    def __init__(self, registry: SessionRegistry, mcp: McpRpc, *, version: str,
+                 mode: ServerMode = ServerMode.SIMULATION) -> None:
         self.registry = registry
+        self.mode = mode
+        self._hidden = SIMULATION_ONLY if mode is ServerMode.PRODUCTION else frozenset()
         self.mcp = mcp
         self.version = version
         env_cls = registry.info.env_cls
         self._metadata = env_cls.metadata_info().model_dump()
         self._schema = registry.info.schema()
-        self._openapi = dumps(_openapi(self._metadata, self._schema, version))
+        self._openapi = dumps(_openapi(self._metadata, self._schema, version, self._hidden))
         self.web: Callable[[str, str], Response] | None = None
         """The ``/web`` playground's handler (``ServerConfig.web``); None answers 404 there."""
 
@@ -56,7 +62,7 @@ class HttpRoutes:
         target, path = path, path.split("?", 1)[0].rstrip("/") or "/"
         if self.web is not None and (path == "/web" or path.startswith("/web/")):
             return self.web(method, target)
-        allowed = _ROUTES.get(path)
+        allowed = None if path in self._hidden else _ROUTES.get(path)
         if allowed is None:
             return 404, {"detail": "Not Found"}
         if method not in allowed and not (method == "HEAD" and "GET" in allowed):
@@ -175,7 +181,8 @@ def _step_body(body: dict[str, Any]) -> tuple[dict[str, Any], float | None, dict
     return action, timeout_s, extra  # type: ignore[return-value]
 
 
-def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> dict[str, Any]:
+def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str,
+             hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     def op(summary: str, request: dict[str, Any] | None = None, response: dict[str, Any] | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "summary": summary,
@@ -191,7 +198,7 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
         "properties": {"observation": {"type": "object"}, "reward": {"type": ["number", "null"]},
                        "done": {"type": "boolean"}, "metadata": {"type": "object"}},
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         # info.version is the version of the OpenEnv HTTP API served (what `openenv validate` profiles).
         "info": {"title": metadata["name"], "description": metadata["description"], "version": OPENENV_HTTP_API_VERSION,
@@ -211,3 +218,6 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
             "/ws": {"get": op("WebSocket session (upgrade); see the OpenEnv protocol")},
         },
     }
+    for path in hidden:
+        del document["paths"][path]
+    return document
