@@ -89,6 +89,8 @@ class Environment(Generic[ActT, ObsT, StateT]):
         except Exception as exc:
             raise RubricFailed(self.rubric, exc) from exc
         if inspect.isawaitable(score):
+            if inspect.iscoroutine(score):
+                score.close()  # never awaited: close it rather than leak a warning
             raise RubricFailed(self.rubric, TypeError("the rubric is async; score with 'await _apply_rubric_async'"))
         return float(score)
 
