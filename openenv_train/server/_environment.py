@@ -84,6 +84,8 @@ class Environment(Generic[ActT, ObsT, StateT]):
         """
         if self.rubric is None:
             return 0.0
+        if inspect.iscoroutinefunction(getattr(self.rubric, "forward", None)):
+            raise RubricFailed(self.rubric, TypeError("the rubric is async; score with 'await _apply_rubric_async'"))
         try:
             score = self.rubric(action, observation)
         except Exception as exc:
