@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..core import lazy_attributes, moved_names
 from ..launch import Endpoint, Provider, http_get_json, register_default_client, wait_healthy, ws_url
+from ._auto import TRUST_REMOTE_CODE_ENV, AutoAction, AutoEnv, RemoteCodeRefused
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
 from ._mcp_ws import McpWsClient, McpWsError, mcp_ws_url
@@ -28,6 +29,9 @@ __getattr__, __dir__ = lazy_attributes(__name__, moved={
 })
 
 __all__ = [
+    "TRUST_REMOTE_CODE_ENV",
+    "AutoAction",
+    "AutoEnv",
     "ClientState",
     "Endpoint",
     "EnvClient",
@@ -36,6 +40,7 @@ __all__ = [
     "McpWsClient",
     "McpWsError",
     "Provider",
+    "RemoteCodeRefused",
     "SyncEnvClient",
     "ToolCallError",
     "TypedEnvClient",
