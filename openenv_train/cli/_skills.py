@@ -1,4 +1,4 @@
-"""``openenv-train skills add|preview``: a SKILL.md that teaches a coding agent (Claude Code, Codex, ...) this CLI.
+"""``openenv-train skills add|preview``: a skill file (`<skill>/SKILL.md`) that teaches a coding agent (Claude Code, Codex, ...) this CLI.
 
 As OpenEnv's ``openenv skills``: the skill is written once to a central folder (``.agents/skills``, or
 ``~/.agents/skills`` with ``--global``) and each chosen agent's skills folder gets a relative symlink to it.
@@ -39,7 +39,7 @@ _COMMANDS = (
 
 
 def skill_markdown() -> str:
-    """The SKILL.md text: front matter (name, description) and the commands, stamped with this version."""
+    """The skill file's text: front matter (name, description) and the commands, stamped with this version."""
     from .. import __version__
 
     lines = ["---", f"name: {SKILL_ID}",
@@ -78,7 +78,7 @@ app.add_typer(skills_app, name="skills")
 
 @skills_app.command("preview")
 def preview() -> None:
-    """Print the SKILL.md that 'skills add' writes."""
+    """Print the skill file that 'skills add' writes."""
     typer.echo(skill_markdown(), nl=False)
 
 
