@@ -1,4 +1,5 @@
-"""``openenv-train skills add|preview``: a skill file (`<skill>/SKILL.md`) that teaches a coding agent (Claude Code, Codex, ...) this CLI.
+"""``openenv-train skills add|preview``: a skill file (`<skill>/SKILL.md`) that teaches a coding agent (Claude Code,
+Codex, ...) this CLI.
 
 As OpenEnv's ``openenv skills``: the skill is written once to a central folder (``.agents/skills``, or
 ``~/.agents/skills`` with ``--global``) and each chosen agent's skills folder gets a relative symlink to it.

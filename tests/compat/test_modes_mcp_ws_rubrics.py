@@ -12,23 +12,22 @@ from typing import Any
 import httpx
 import pytest
 
+from openenv_train.client import GenericEnvClient, McpWsClient, server_mode
+from openenv_train.core import ServerError, ServerMode
+from openenv_train.envs.counter import CounterAction, CounterObservation
+from openenv_train.envs.echo import EchoEnvironment
+from openenv_train.rubrics import RubricDict, StepRubric
 from tests.compat._release import CURRENT
-
-pytestmark = pytest.mark.skipif(not CURRENT, reason="server modes, /mcp over WebSocket and rubrics are openenv >= 0.10")
+from tests.compat.conftest import openenv_core_servers
+from tests.conftest import serve_inloop
+from tests.rubrics.test_step_rubrics import Scored, Value
 
 if CURRENT:
     from openenv.core import GenericEnvClient as OEGenericEnvClient
     from openenv.core.env_server.interfaces import Environment as OEEnvironment
     from openenv.core.rubrics import Rubric as OERubric
 
-from openenv_train.client import GenericEnvClient, McpWsClient, server_mode
-from openenv_train.core import ServerError, ServerMode
-from openenv_train.envs.counter import CounterAction, CounterObservation
-from openenv_train.envs.echo import EchoEnvironment
-from openenv_train.rubrics import RubricDict, StepRubric
-from tests.compat.conftest import openenv_core_servers
-from tests.conftest import serve_inloop
-from tests.rubrics.test_step_rubrics import Scored, Value
+pytestmark = pytest.mark.skipif(not CURRENT, reason="server modes, /mcp over WebSocket and rubrics are openenv >= 0.10")
 
 CONTROL = {"/reset", "/step", "/state"}
 
