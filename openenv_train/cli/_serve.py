@@ -30,7 +30,8 @@ def serve(
                                               "A worker that dies is restarted.")] = 1,
     **config: Any,
 ) -> None:
-    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp.
+    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp (POST and
+    WebSocket); --mode production leaves out /reset, /step and /state.
 
     The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields. An env
     folder whose app is a plain FastAPI app with routes of its own is served as it is, under uvicorn.

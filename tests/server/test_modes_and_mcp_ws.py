@@ -86,3 +86,10 @@ async def test_mcp_over_websocket_at_capacity_answers_a_jsonrpc_error() -> None:
                 reply = await second.rpc("tools/list")
                 assert reply["error"]["code"] == -32000 and "max_sessions" in json.dumps(reply["error"])
             assert await first.call_tool("echo_message", message="b") == "b"
+
+
+def test_serve_refuses_an_unknown_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    from openenv_train.cli import main
+
+    assert main(["serve", "counter", "--mode", "staging"]) == 2
+    assert "unknown server mode 'staging'" in capsys.readouterr().err
