@@ -2,10 +2,10 @@
 (an env folder with ``openenv.yaml``, ``client.py`` and ``models.py``), as OpenEnv's ``AutoEnv``/``AutoAction``.
 
 This runs code from the Space: its repository is cloned (``git clone --depth 1``) into
-``~/.cache/openenv-train/hub/OWNER/NAME`` (``$OPENENV_TRAIN_HUB_CACHE`` moves it) and its package imported (``client.py``, ``models.py`` and whatever they
-import), in this process. Nothing is pip-installed: the package's own dependencies must already be installed. So it
-is refused unless the caller allows it: ``trust_remote_code=True``, or ``OPENENV_TRUST_REMOTE_CODE=1`` (OpenEnv's
-variable) in the environment.
+``~/.cache/openenv-train/hub/OWNER/NAME`` (``$OPENENV_TRAIN_HUB_CACHE`` moves it) and its package imported
+(``client.py``, ``models.py`` and whatever they import), in this process. Nothing is pip-installed: the package's
+own dependencies must already be installed. So it is refused unless the caller allows it:
+``trust_remote_code=True``, or ``OPENENV_TRUST_REMOTE_CODE=1`` (OpenEnv's variable) in the environment.
 """
 
 from __future__ import annotations
