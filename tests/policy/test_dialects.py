@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from openenv_train.policy import EndpointConfig, LocalBackend, LocalConfig, PolicyServer, ScriptedBackend
-from openenv_train.trace import CaptureStore, TrainingTurn
+from openenv_train.trace import CaptureStore, TrainingTrace, TrainingTurn
 
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
@@ -73,11 +73,15 @@ def chat_turn(server: PolicyServer, store: CaptureStore, name: str, body: dict[s
 
 
 def assert_prefixes(turns: list[TrainingTurn]) -> None:
-    """Each call's prompt starts with the previous call's prompt and completion (the conversation only grew)."""
+    """Each call's prompt starts with the previous call's prompt and completion (the conversation only grew), so
+    the call graph links each call to the one before: one line, no prefix break."""
     for before, after in zip(turns, turns[1:], strict=False):
         assert before.metadata["rollout_type"] == "train" and before.prompt_token_ids
         head = list(before.prompt_token_ids) + list(before.completion_token_ids)
         assert list(after.prompt_token_ids[:len(head)]) == head
+    graph = TrainingTrace(turns=turns).call_graph()
+    assert [n.parent for n in graph.nodes] == [None, *(t.node_id for t in turns[:-1])]
+    assert len(graph.lines) == 1 and graph.breaks == ()
 
 
 # -- Anthropic Messages ----------------------------------------------------------------------------------------------
@@ -195,10 +199,6 @@ def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: C
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
     wrong_method = httpx.get(url, timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
-    client = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
-    with pytest.raises(anthropic.BadRequestError) as too_long:
-        client.messages.create(model="tiny", max_tokens=8, messages=[{"role": "user", "content": "word " * 400}])
-    assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message
 
 
 # -- OpenAI Responses ------------------------------------------------------------------------------------------------
@@ -454,3 +454,30 @@ def test_a_responses_websocket_handshake_is_refused_so_the_harness_falls_back_to
     refused = httpx.get(f"{root}/v1/responses", headers=handshake)
     assert refused.status_code == 405 and refused.json()["error"]["message"] == "use POST for /v1/responses"
     assert httpx.post(f"{root}/v1/responses", json={"model": "scripted", "input": "hi"}).status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_too_long_gets_each_dialects_context_error(local: PolicyServer, stream: bool) -> None:
+    """Longer than the model's 256-token context: each SDK raises its own context-length error, streamed or not."""
+    long = "word " * 400
+    claude = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as too_long:
+        claude.messages.create(model="tiny", max_tokens=8, stream=stream, messages=[{"role": "user", "content": long}])
+    assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message  # Claude Code's test
+
+    codex = openai.OpenAI(base_url=local.base_url, api_key="EMPTY", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as exceeded:
+        codex.responses.create(model="tiny", input=long, stream=stream)
+    error = exceeded.value.body
+    assert exceeded.value.code == "context_length_exceeded" and isinstance(error, dict)  # what Codex matches
+    assert error["param"] == "input" and "context window" in error["message"]
+
+    genai = pytest.importorskip("google.genai")
+    client = gemini(local, "EMPTY")
+    with pytest.raises(genai.errors.ClientError) as refused:
+        if stream:
+            list(client.models.generate_content_stream(model="tiny", contents=long))
+        else:
+            client.models.generate_content(model="tiny", contents=long)
+    assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
+    assert "input token count" in str(refused.value.message) and "exceeds the maximum" in str(refused.value.message)

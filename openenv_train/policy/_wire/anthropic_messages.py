@@ -14,6 +14,7 @@ from typing import Any
 
 from .._errors import ContextLengthExceeded, InvalidRequest, PolicyError
 from .._types import ChatResult, ChoiceDelta, StreamStart
+from .openai_chat import copy_fields
 
 __all__ = ["Event", "MessageEvents", "chat_body", "error_json", "message_json"]
 
@@ -125,7 +126,7 @@ def _tool_choice(choice: Any) -> str | dict[str, Any] | None:
     if choice is None:
         return None
     kind = choice.get("type") if isinstance(choice, Mapping) else None
-    if kind in _TOOL_CHOICES:
+    if isinstance(kind, str) and kind in _TOOL_CHOICES:
         return _TOOL_CHOICES[kind]
     if kind == "tool" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
@@ -173,16 +174,8 @@ def chat_body(body: Any) -> dict[str, Any]:
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise InvalidRequest(f"'stream' must be true or false, got {stream!r}", param="stream")
-    out: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
-    for key in ("model", "temperature", "top_p", "top_k"):
-        if body.get(key) is not None:
-            out[key] = body[key]
-    tools = _tools(body.get("tools"))
-    if tools:
-        out["tools"] = tools
-        choice = _tool_choice(body.get("tool_choice"))
-        if choice is not None:
-            out["tool_choice"] = choice
+    out = copy_fields({"messages": messages, "max_tokens": max_tokens}, body, ("model", "temperature", "top_p", "top_k"),
+                      tools=_tools, tool_choice=_tool_choice)
     if stop:
         out["stop"] = stop
     if stream:

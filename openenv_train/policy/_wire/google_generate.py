@@ -10,11 +10,12 @@ REST API) or snake_case.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import InvalidRequest, PolicyError
+from .._errors import ContextLengthExceeded, InvalidRequest, PolicyError
 from .._types import ChatResult, ChoiceDelta, StreamStart
 
 __all__ = ["ResponseChunks", "chat_body", "error_json", "response_json"]
@@ -30,7 +31,13 @@ def _get(obj: Mapping[str, Any], camel: str) -> Any:
     """``obj[camel]``, or its snake_case spelling."""
     if camel in obj:
         return obj[camel]
-    return obj.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+    return obj.get(_snake(camel))
+
+
+@functools.cache
+def _snake(camel: str) -> str:
+    """``functionCall`` -> ``function_call`` (of the few field names this module reads: cached)."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def _result_text(response: Any) -> str:
@@ -45,7 +52,7 @@ def _result_text(response: Any) -> str:
 def _content(content: Any, where: str) -> list[dict[str, Any]]:
     """One ``Content`` as chat messages: a user's text and function responses, or a model's text and calls."""
     role = content.get("role", "user") if isinstance(content, Mapping) else None
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidRequest(f"{where}.role must be 'user' or 'model', got {role!r}", param=f"{where}.role")
     parts = content.get("parts")
     if not isinstance(parts, list) or not parts:
@@ -131,7 +138,7 @@ def _tool_choice(config: Any) -> str | dict[str, Any] | None:
     if calling is None:
         return None
     mode = calling.get("mode", "AUTO") if isinstance(calling, Mapping) else None
-    if mode not in _MODES:
+    if not isinstance(mode, str) or mode not in _MODES:
         raise InvalidRequest(f"'toolConfig.functionCallingConfig.mode' must be one of {sorted(_MODES)}, got {mode!r}",
                              param="toolConfig")
     allowed = _get(calling, "allowedFunctionNames")
@@ -251,10 +258,15 @@ class ResponseChunks:
 
 
 def error_json(exc: PolicyError, status: int | None = None) -> dict[str, Any]:
-    """Google's error body (``status``: the HTTP status, when it is not the error's own).
+    """Google's error body (``status``: the HTTP status, when it is not the error's own); a prompt too long reads
+    as Google words it.
 
     >>> error_json(InvalidRequest("bad"))
     {'error': {'code': 400, 'message': 'bad', 'status': 'INVALID_ARGUMENT'}}
     """
     code = status or exc.status
-    return {"error": {"code": code, "message": exc.message, "status": _STATUS.get(code, "INTERNAL")}}
+    message = exc.message
+    if isinstance(exc, ContextLengthExceeded):
+        message = (f"The input token count ({exc.prompt_tokens}) exceeds the maximum number of tokens allowed "
+                   f"({exc.context}). {exc.message}")
+    return {"error": {"code": code, "message": message, "status": _STATUS.get(code, "INTERNAL")}}
