@@ -92,12 +92,16 @@ class EndpointConfig:
             raise ValueError(f"responses_kept must be >= 0, got {self.responses_kept}")
 
 
+# One encoder for every body and event (json.dumps with options builds one per call).
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def _json(status: int, payload: Any) -> HttpResponse:
-    return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
+    return HttpResponse(status, _encode(payload).encode())
 
 
 def _event(payload: Any, name: str | None = None) -> bytes:
-    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False), name)
+    return sse_event(_encode(payload), name)
 
 
 def _error(exc: PolicyError, payload: dict[str, Any] | None = None) -> HttpResponse:

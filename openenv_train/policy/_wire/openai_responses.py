@@ -34,8 +34,8 @@ def _text(content: Any, where: str) -> str:
         raise InvalidRequest(f"{where} must be a string or a list of input_text parts", param=where)
     parts = []
     for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        text = part.get("text", part.get("refusal")) if isinstance(part, Mapping) else None
+        kind = part.get("type") if isinstance(part, dict) else None
+        text = part.get("text", part.get("refusal")) if isinstance(part, dict) else None
         if kind not in _TEXT_PARTS or not isinstance(text, str):
             raise InvalidRequest(f"{where}[{i}] is a {kind or type(part).__name__!r} part; only text parts "
                                  "(input_text, output_text) are supported", param=f"{where}[{i}]")
@@ -58,7 +58,7 @@ def _items(items: Any, names: dict[str, str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, item in enumerate(items):
         where = f"input[{i}]"
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise InvalidRequest(f"{where} must be an object (a message, function_call or function_call_output item)",
                                  param=where)
         kind = item.get("type", "message")
@@ -103,7 +103,7 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
                              param="tools")
     out = []
     for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(tool.get("name"), str) \
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("name"), str) \
                 or not tool["name"]:
             raise InvalidRequest(f"tools[{i}] must be {{'type': 'function', 'name': ..., 'parameters': {{...}}}} "
                                  "(only function tools are served here)", param=f"tools[{i}]")
@@ -115,7 +115,7 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
 def _tool_choice(choice: Any) -> str | dict[str, Any] | None:
     if choice is None or choice in _TOOL_CHOICES:
         return choice  # type: ignore[no-any-return]
-    if isinstance(choice, Mapping) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
     raise InvalidRequest(f"'tool_choice' must be one of {list(_TOOL_CHOICES)} or {{'type': 'function', 'name': ...}}",
                          param="tool_choice")
