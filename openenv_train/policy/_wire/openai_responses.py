@@ -195,13 +195,14 @@ def response_json(result: ChatResult, *, response_id: str, created: int, request
     usage = result.usage
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     cut = result.choices[0].finish_reason == "length"
-    return {**_skeleton(response_id, created, result.model, request),
-            "status": "incomplete" if cut else "completed",
-            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-            "output": _output(result, response_id),
-            "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": prompt + completion}}
+    response = _skeleton(response_id, created, result.model, request)
+    response.update(status="incomplete" if cut else "completed",
+                    incomplete_details={"reason": "max_output_tokens"} if cut else None,
+                    output=_output(result, response_id),
+                    usage={"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+                           "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+                           "total_tokens": prompt + completion})
+    return response
 
 
 class ResponseEvents:
