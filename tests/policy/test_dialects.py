@@ -57,6 +57,13 @@ def scripted(tiny: tuple[Any, Any], store: CaptureStore) -> Iterator[PolicyServe
         yield server
 
 
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    """One client for the many small requests (each ``httpx.post`` builds a client and its SSL context)."""
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        yield client
+
+
 def session(store: CaptureStore, name: str) -> str:
     store.open_session(name)
     return name
@@ -187,19 +194,19 @@ ANTHROPIC_BAD: list[tuple[Any, int, str]] = [
 ]
 
 
-def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: CaptureStore) -> None:
+def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, http: httpx.Client) -> None:
     url = f"{local.url}/v1/messages"
     for body, status, kind in ANTHROPIC_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(url, content=content, headers={"content-type": "application/json",
+        reply = http.post(url, content=content, headers={"content-type": "application/json",
                                                           "anthropic-version": "2023-06-01"}, timeout=30)
         assert (reply.status_code, reply.json()["type"], reply.json()["error"]["type"]) == (status, "error", kind), \
             (body, reply.text)
         assert isinstance(reply.json()["error"]["message"], str)
-    unknown = httpx.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+    unknown = http.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
                          headers={"x-api-key": "no-such-session"}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
-    wrong_method = httpx.get(url, timeout=30)
+    wrong_method = http.get(url, timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
 
 
@@ -303,10 +310,10 @@ RESPONSES_BAD: list[tuple[Any, int]] = [
 ]
 
 
-def test_responses_bad_bodies_get_openai_errors(local: PolicyServer) -> None:
+def test_responses_bad_bodies_get_openai_errors(local: PolicyServer, http: httpx.Client) -> None:
     for body, status in RESPONSES_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(f"{local.base_url}/responses", content=content,
+        reply = http.post(f"{local.base_url}/responses", content=content,
                            headers={"content-type": "application/json"}, timeout=30)
         error = reply.json()["error"]
         assert reply.status_code == status and error["type"] == "invalid_request_error", (body, reply.text)
@@ -392,18 +399,18 @@ GOOGLE_BAD: list[tuple[Any, int]] = [
 ]
 
 
-def test_google_bad_bodies_get_google_errors(local: PolicyServer) -> None:
+def test_google_bad_bodies_get_google_errors(local: PolicyServer, http: httpx.Client) -> None:
     for body, status in GOOGLE_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent", content=content,
+        reply = http.post(f"{local.url}/v1beta/models/tiny:generateContent", content=content,
                            headers={"content-type": "application/json"}, timeout=30)
         error = reply.json()["error"]
         assert (reply.status_code, error["code"], error["status"]) == (status, status, "INVALID_ARGUMENT"), \
             (body, reply.text)
-    unknown = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
+    unknown = http.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
                          json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["status"] == "NOT_FOUND"
-    wrong_method = httpx.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
+    wrong_method = http.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == 405
 
 
