@@ -20,8 +20,12 @@ def sse_event(data: str, event: str | None = None) -> bytes:
     b'data: {"a": 1}\\n\\n'
     >>> sse_event('{}', 'message_stop')
     b'event: message_stop\\ndata: {}\\n\\n'
+    >>> sse_event('a\\nb')
+    b'data: a\\ndata: b\\n\\n'
     """
     head = f"event: {event}\n" if event else ""
+    if "\n" not in data:  # one line: all JSON written without indent (the endpoint's every event)
+        return f"{head}data: {data}\n\n".encode()
     return (head + "".join(f"data: {line}\n" for line in data.split("\n"))).encode() + b"\n"
 
 

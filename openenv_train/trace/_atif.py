@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ._call_graph import CallGraph
-from ._conversation import reply_of, text_of
+from ._conversation import new_messages, reply_of, text_of
 from ._reader import iter_traces
 from ._rows import TraceRow, TrainingTurn
 
@@ -106,23 +106,14 @@ def _agent_step(step_id: int, message: dict[str, Any], model: str | None) -> dic
     return step
 
 
-def _new_messages(messages: list[dict[str, Any]], parent: TrainingTurn | None) -> list[dict[str, Any]] | None:
-    """The messages of a call new since the call it continues (its echo of that call's reply dropped); None when
-    it continues none or does not re-send its messages (the whole request is new)."""
-    old = [dict(m) for m in parent.request.get("messages") or []] if parent is not None else None
-    if old is None or messages[:len(old)] != old:
-        return None
-    new = messages[len(old):]
-    return new[1:] if new and new[0].get("role") == "assistant" else new
-
-
 def _steps(row: TraceRow, graph: CallGraph) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     turns = {turn.node_id: turn for turn in row.trace.turns}
     agent_steps: dict[str, dict[str, Any]] = {}  # node id -> its agent step: tool results go to the parent's
     for node, turn in zip(graph.nodes, row.trace.turns, strict=True):
         messages = [dict(m) for m in turn.request.get("messages") or []]
-        new = _new_messages(messages, turns[node.parent] if node.parent else None)
+        parent = [dict(m) for m in turns[node.parent].request.get("messages") or []] if node.parent else None
+        new = new_messages(messages, parent)
         reset = new is None and node.index > 0
         last_agent = agent_steps.get(node.parent) if node.parent else None
         for i, msg in enumerate(messages if new is None else new):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._atif import ATIF_VERSION, export_atif, to_atif
-from ._conversation import conversation, text_of
+from ._conversation import line_segments, messages_of, text_of
 from ._errors import HubPushError
 from ._reader import iter_traces, load_dataset
 from ._rows import TraceRow
@@ -21,7 +21,8 @@ __all__ = ["ATIF_VERSION", "export_atif", "push_to_hub", "sft_features", "to_ati
 
 
 def sft_features(tool_arguments: Literal["object", "string"] = "object") -> datasets.Features:
-    """Columns of :func:`to_sft_dataset`: ``messages`` (OpenAI-format chat), ``tools`` (JSON), ``trace_id``, ``reward``.
+    """Columns of :func:`to_sft_dataset`: ``messages`` (OpenAI-format chat), ``tools`` (JSON), ``trace_id``, ``reward``,
+    ``line`` (the index of the conversation's line in the trace's call graph) and ``main_line``.
 
     Tool-call ``arguments`` are a ``Json()`` value (decoded to a dict) or, with ``"string"``, the JSON text.
     """
@@ -33,7 +34,7 @@ def sft_features(tool_arguments: Literal["object", "string"] = "object") -> data
     message = {"role": Value("string"), "content": Value("string"), "reasoning_content": Value("string"),
                "tool_calls": List(tool_call), "tool_call_id": Value("string"), "name": Value("string")}
     return Features({"messages": List(message), "tools": Value("string"), "trace_id": Value("string"),
-                     "reward": Value("float64")})
+                     "reward": Value("float64"), "line": Value("int64"), "main_line": Value("bool")})
 
 
 def _arguments(raw: Any, tool_arguments: str) -> Any:
@@ -79,13 +80,17 @@ def to_sft_dataset(
     min_reward: float | None = None,
     ok_only: bool = True,
     tool_arguments: Literal["object", "string"] = "object",
+    branches: Literal["drop", "rows"] = "drop",
 ) -> datasets.Dataset:
     """A dataset for TRL's SFTTrainer: one conversation per kept episode in a ``messages`` column.
 
-    Each conversation is the first request's messages, then each reply and the messages that followed it
-    (see ``_conversation``); tool calls keep OpenAI's shape (``id``, ``type``, ``function.name``,
-    ``function.arguments``). ``tools`` holds the first turn's tool schemas as JSON (TRL's SFTTrainer parses it),
-    or None.
+    The conversation follows the main line of the episode's call graph (``trace.call_graph()``): its first
+    request's messages, then each reply and the messages that followed it (see ``_conversation``). The calls off
+    it (side calls such as a title, subagents, retries, the calls before a context rewrite) are branches: not
+    mixed into it, dropped, or each one more row with ``branches="rows"`` (a branch that forks from a call of
+    another line starts with that line's calls up to the fork). Tool calls keep OpenAI's shape (``id``, ``type``,
+    ``function.name``, ``function.arguments``). ``tools`` holds the tool schemas of the line's first call that
+    offered tools, as JSON (TRL's SFTTrainer parses it), or None.
 
     Args:
         rows_or_run_dir: rows, or a run directory to read them from.
@@ -94,19 +99,32 @@ def to_sft_dataset(
         tool_arguments: ``"object"`` (default) parses each call's JSON arguments, as chat templates expect
             (Qwen's renders ``arguments | tojson``; a string would be encoded twice); ``"string"`` keeps
             OpenAI's JSON text.
+        branches: ``"drop"`` (default) exports the main line alone; ``"rows"`` adds one row per branch, after the
+            main line's (``line`` and ``main_line`` say which is which).
+
+    Raises:
+        ValueError: ``branches`` is neither ``"drop"`` nor ``"rows"``.
     """
     import datasets
 
+    if branches not in ("drop", "rows"):
+        raise ValueError(f"branches must be 'drop' (the main line alone) or 'rows' (a row per branch too), "
+                         f"got {branches!r}")
     records = []
     for row in _rows(rows_or_run_dir):
         if (ok_only and not row.ok) or (min_reward is not None and (row.reward is None or row.reward < min_reward)):
             continue
-        messages = [_sft_message(m, tool_arguments) for m in conversation(row.trace)]
-        if not any(m["role"] == "assistant" for m in messages):
-            continue
-        tools = next((t.request["tools"] for t in row.trace.turns if t.request.get("tools")), None)
-        records.append({"messages": messages, "tools": json.dumps(tools) if tools else None,
-                        "trace_id": row.trace_id, "reward": row.reward})
+        graph = row.trace.call_graph()
+        lines = [line for line in graph.lines if line.main] + (list(graph.branches) if branches == "rows" else [])
+        for line in lines:
+            parts = list(line_segments(row.trace, graph, line))
+            messages = [_sft_message(m, tool_arguments) for m in messages_of(parts)]
+            if not any(m["role"] == "assistant" for m in messages):
+                continue
+            tools = next((p.turn.request["tools"] for p in parts if p.turn.request.get("tools")), None)
+            records.append({"messages": messages, "tools": json.dumps(tools) if tools else None,
+                            "trace_id": row.trace_id, "reward": row.reward, "line": line.index,
+                            "main_line": line.main})
     features = sft_features(tool_arguments)  # from_dict, not from_list: from_list([]) loses the columns
     return datasets.Dataset.from_dict({k: [r[k] for r in records] for k in features}, features=features)
 

@@ -142,6 +142,33 @@ def test_groups_from_captured_rows_and_failed_rows(tmp_path: Path) -> None:
     assert not any(isinstance(m, Choice) for m in plain.messages_and_choices)
 
 
+def test_each_line_of_the_call_graph_is_a_history() -> None:
+    """A side call and a retry are histories of their own; the retry's history starts with the call it forks from
+    as a plain message (its sampled tokens are trained on in the main line's history only)."""
+    from openai.types.chat.chat_completion import Choice
+
+    from openenv_train.integrations.art import to_art_trajectory
+    from openenv_train.trace import EnvInfo, TraceRow, TrainingTrace, TrainingTurn
+
+    def turn(node_id: str, prompt: list[int], completion: list[int], messages: list[str], reply: str) -> TrainingTurn:
+        return TrainingTurn(node_id=node_id, prompt_token_ids=prompt, completion_token_ids=completion,
+                            per_token_logps=[-0.1] * len(completion),
+                            request={"messages": [{"role": "user", "content": m} for m in messages]},
+                            response={"choices": [{"message": {"role": "assistant", "content": reply},
+                                                   "finish_reason": "stop"}]})
+
+    turns = [turn("a", [1, 2], [3], ["go"], "x"), turn("title", [1, 9], [4], ["name it"], "Title"),
+             turn("b", [1, 2, 3, 5], [6], ["go", "more"], "y"), turn("retry", [1, 2, 3, 5], [7], ["go", "more"], "z")]
+    trajectory = to_art_trajectory(TraceRow(env=EnvInfo(name="t"), trace=TrainingTrace(turns=turns)))
+    main = trajectory.messages_and_choices
+    assert [m if isinstance(m, dict) else _choice_ids(m) for m in main] == [
+        {"role": "user", "content": "go"}, [3], {"role": "user", "content": "more"}, [6]]
+    title, retry = (h.messages_and_choices for h in trajectory.additional_histories)
+    assert title[0] == {"role": "user", "content": "name it"} and _choice_ids(title[1]) == [4]
+    assert retry[1] == {"role": "assistant", "content": "x"} and not isinstance(retry[1], Choice)
+    assert _choice_ids(retry[3]) == [7]
+
+
 def test_a_failed_episode_raises_with_its_row() -> None:
     from openenv_train.trace import EnvInfo, ErrorInfo, TraceRow
 

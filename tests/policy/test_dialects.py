@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from openenv_train.policy import EndpointConfig, LocalBackend, LocalConfig, PolicyServer, ScriptedBackend
-from openenv_train.trace import CaptureStore, TrainingTurn
+from openenv_train.trace import CaptureStore, TrainingTrace, TrainingTurn
 
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
@@ -57,6 +57,13 @@ def scripted(tiny: tuple[Any, Any], store: CaptureStore) -> Iterator[PolicyServe
         yield server
 
 
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    """One client for the many small requests (each ``httpx.post`` builds a client and its SSL context)."""
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        yield client
+
+
 def session(store: CaptureStore, name: str) -> str:
     store.open_session(name)
     return name
@@ -73,11 +80,15 @@ def chat_turn(server: PolicyServer, store: CaptureStore, name: str, body: dict[s
 
 
 def assert_prefixes(turns: list[TrainingTurn]) -> None:
-    """Each call's prompt starts with the previous call's prompt and completion (the conversation only grew)."""
+    """Each call's prompt starts with the previous call's prompt and completion (the conversation only grew), so
+    the call graph links each call to the one before: one line, no prefix break."""
     for before, after in zip(turns, turns[1:], strict=False):
         assert before.metadata["rollout_type"] == "train" and before.prompt_token_ids
         head = list(before.prompt_token_ids) + list(before.completion_token_ids)
         assert list(after.prompt_token_ids[:len(head)]) == head
+    graph = TrainingTrace(turns=turns).call_graph()
+    assert [n.parent for n in graph.nodes] == [None, *(t.node_id for t in turns[:-1])]
+    assert len(graph.lines) == 1 and graph.breaks == ()
 
 
 # -- Anthropic Messages ----------------------------------------------------------------------------------------------
@@ -173,6 +184,8 @@ ANTHROPIC_BAD: list[tuple[Any, int, str]] = [
      "invalid_request_error"),
     ({"max_tokens": 8, "tool_choice": {"type": "maybe"}, "tools": [ANTHROPIC_ADD],
       "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
+    ({"max_tokens": 8, "tool_choice": {"type": []}, "tools": [ANTHROPIC_ADD],  # unhashable: found by the fuzzer
+      "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
     ({"max_tokens": 8, "stream": "yes", "messages": [{"role": "user", "content": "hi"}]}, 400, "invalid_request_error"),
     ({"max_tokens": 8, "temperature": "hot", "messages": [{"role": "user", "content": "hi"}]}, 400,
      "invalid_request_error"),
@@ -181,24 +194,20 @@ ANTHROPIC_BAD: list[tuple[Any, int, str]] = [
 ]
 
 
-def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, store: CaptureStore) -> None:
+def test_anthropic_bad_bodies_get_anthropic_errors(local: PolicyServer, http: httpx.Client) -> None:
     url = f"{local.url}/v1/messages"
     for body, status, kind in ANTHROPIC_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(url, content=content, headers={"content-type": "application/json",
+        reply = http.post(url, content=content, headers={"content-type": "application/json",
                                                           "anthropic-version": "2023-06-01"}, timeout=30)
         assert (reply.status_code, reply.json()["type"], reply.json()["error"]["type"]) == (status, "error", kind), \
             (body, reply.text)
         assert isinstance(reply.json()["error"]["message"], str)
-    unknown = httpx.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+    unknown = http.post(url, json={"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
                          headers={"x-api-key": "no-such-session"}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
-    wrong_method = httpx.get(url, timeout=30)
+    wrong_method = http.get(url, timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["type"] == "error"
-    client = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
-    with pytest.raises(anthropic.BadRequestError) as too_long:
-        client.messages.create(model="tiny", max_tokens=8, messages=[{"role": "user", "content": "word " * 400}])
-    assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message
 
 
 # -- OpenAI Responses ------------------------------------------------------------------------------------------------
@@ -284,6 +293,7 @@ RESPONSES_BAD: list[tuple[Any, int]] = [
     ({"input": []}, 400),
     ({"input": 5}, 400),
     ({"input": [{"role": "wizard", "content": "hi"}]}, 400),
+    ({"input": [{"role": {}, "content": "hi"}]}, 400),
     ({"input": [{"role": "user", "content": 5}]}, 400),
     ({"input": [{"role": "user", "content": [{"type": "input_image"}]}]}, 400),
     ({"input": [{"type": "function_call", "name": "add"}]}, 400),
@@ -300,10 +310,10 @@ RESPONSES_BAD: list[tuple[Any, int]] = [
 ]
 
 
-def test_responses_bad_bodies_get_openai_errors(local: PolicyServer) -> None:
+def test_responses_bad_bodies_get_openai_errors(local: PolicyServer, http: httpx.Client) -> None:
     for body, status in RESPONSES_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(f"{local.base_url}/responses", content=content,
+        reply = http.post(f"{local.base_url}/responses", content=content,
                            headers={"content-type": "application/json"}, timeout=30)
         error = reply.json()["error"]
         assert reply.status_code == status and error["type"] == "invalid_request_error", (body, reply.text)
@@ -376,6 +386,9 @@ GOOGLE_BAD: list[tuple[Any, int]] = [
     ({}, 400),
     ({"contents": []}, 400),
     ({"contents": [{"role": "system", "parts": [{"text": "hi"}]}]}, 400),
+    ({"contents": [{"role": [], "parts": [{"text": "hi"}]}]}, 400),
+    ({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "add"}]}],
+      "toolConfig": {"functionCallingConfig": {"mode": ["ANY"]}}}, 400),
     ({"contents": [{"role": "user", "parts": []}]}, 400),
     ({"contents": [{"role": "user", "parts": [{"inlineData": {"data": ""}}]}]}, 400),
     ({"contents": [{"role": "user", "parts": [{"functionCall": {"name": "add"}}]}]}, 400),
@@ -386,18 +399,18 @@ GOOGLE_BAD: list[tuple[Any, int]] = [
 ]
 
 
-def test_google_bad_bodies_get_google_errors(local: PolicyServer) -> None:
+def test_google_bad_bodies_get_google_errors(local: PolicyServer, http: httpx.Client) -> None:
     for body, status in GOOGLE_BAD:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        reply = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent", content=content,
+        reply = http.post(f"{local.url}/v1beta/models/tiny:generateContent", content=content,
                            headers={"content-type": "application/json"}, timeout=30)
         error = reply.json()["error"]
         assert (reply.status_code, error["code"], error["status"]) == (status, status, "INVALID_ARGUMENT"), \
             (body, reply.text)
-    unknown = httpx.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
+    unknown = http.post(f"{local.url}/v1beta/models/tiny:generateContent?key=no-such-session",
                          json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=30)
     assert unknown.status_code == 404 and unknown.json()["error"]["status"] == "NOT_FOUND"
-    wrong_method = httpx.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
+    wrong_method = http.get(f"{local.url}/v1beta/models/tiny:generateContent", timeout=30)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == 405
 
 
@@ -454,3 +467,30 @@ def test_a_responses_websocket_handshake_is_refused_so_the_harness_falls_back_to
     refused = httpx.get(f"{root}/v1/responses", headers=handshake)
     assert refused.status_code == 405 and refused.json()["error"]["message"] == "use POST for /v1/responses"
     assert httpx.post(f"{root}/v1/responses", json={"model": "scripted", "input": "hi"}).status_code == 200
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_too_long_gets_each_dialects_context_error(local: PolicyServer, stream: bool) -> None:
+    """Longer than the model's 256-token context: each SDK raises its own context-length error, streamed or not."""
+    long = "word " * 400
+    claude = anthropic.Anthropic(base_url=local.url, api_key="EMPTY", max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as too_long:
+        claude.messages.create(model="tiny", max_tokens=8, stream=stream, messages=[{"role": "user", "content": long}])
+    assert too_long.value.status_code == 400 and "prompt is too long" in too_long.value.message  # Claude Code's test
+
+    codex = openai.OpenAI(base_url=local.base_url, api_key="EMPTY", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as exceeded:
+        codex.responses.create(model="tiny", input=long, stream=stream)
+    error = exceeded.value.body
+    assert exceeded.value.code == "context_length_exceeded" and isinstance(error, dict)  # what Codex matches
+    assert error["param"] == "input" and "context window" in error["message"]
+
+    genai = pytest.importorskip("google.genai")
+    client = gemini(local, "EMPTY")
+    with pytest.raises(genai.errors.ClientError) as refused:
+        if stream:
+            list(client.models.generate_content_stream(model="tiny", contents=long))
+        else:
+            client.models.generate_content(model="tiny", contents=long)
+    assert (refused.value.code, refused.value.status) == (400, "INVALID_ARGUMENT")
+    assert "input token count" in str(refused.value.message) and "exceeds the maximum" in str(refused.value.message)

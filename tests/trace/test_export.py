@@ -21,6 +21,7 @@ from openenv_train.trace import (
     conversation,
     export_atif,
     push_to_hub,
+    segments,
     to_atif,
     to_sft_dataset,
 )
@@ -152,6 +153,46 @@ def test_sft_dataset_filters_and_keeps_openai_tool_calls(tmp_path: Path) -> None
     with TraceWriter(tmp_path) as writer:
         writer.write_many(rows)
     assert len(to_sft_dataset(tmp_path)) == 3 and len(to_sft_dataset([], min_reward=1.0)) == 0
+
+
+def branched_row() -> TraceRow:
+    """tool_row with a side call (a title, its own prompt) after the first call and a retry of the second call."""
+    row = tool_row()
+    first, second = row.trace.turns
+    title = build_turn(messages=[{"role": "system", "content": "Name this chat."}, USER],
+                       message={"role": "assistant", "content": "Wordle"}, prompt_token_ids=[1, 9],
+                       completion_token_ids=[8], node_id="title")
+    retry = build_turn(messages=[SYSTEM, USER, CALL, RESULT], tools=TOOLS,
+                       message={"role": "assistant", "content": "The word is CRANE."},
+                       prompt_token_ids=[1, 2, 3, 4, 5, 6, 7], completion_token_ids=[11], node_id="retry")
+    return row.model_copy(update={"trace": TrainingTrace(turns=[first, title, second, retry])})
+
+
+def test_sft_follows_the_main_line_and_keeps_branches_apart() -> None:
+    """A side call and a retry between the main line's calls are not mixed into its conversation; with
+    ``branches="rows"`` each is a row of its own, a fork starting with the calls before it."""
+    row = branched_row()
+    main = [SYSTEM, USER, CALL, RESULT, FINAL]
+    assert conversation(row.trace) == main
+    graph = row.trace.call_graph()
+    assert [(line.node_ids, line.main) for line in graph.lines] == [
+        (("a", "b"), True), (("title",), False), (("retry",), False)]
+    assert conversation(row.trace, line=1) == [{"role": "system", "content": "Name this chat."}, USER,
+                                               {"role": "assistant", "content": "Wordle"}]
+    assert [(s.turn.node_id, s.lead, s.reset) for s in segments(row.trace, line=2)] == [
+        ("a", True, False), ("retry", False, False)]
+
+    (only,) = to_sft_dataset([row])
+    assert [m["content"] for m in only["messages"]] == [m["content"] if isinstance(m["content"], str | None)
+                                                        else "Guess the word." for m in main]
+    assert (only["line"], only["main_line"]) == (0, True)
+    rows = to_sft_dataset([row], branches="rows")
+    assert [(r["line"], r["main_line"]) for r in rows] == [(0, True), (1, False), (2, False)]
+    assert rows[1]["messages"][-1]["content"] == "Wordle" and rows[1]["tools"] is None
+    assert [m["role"] for m in rows[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert rows[2]["messages"][-1]["content"] == "The word is CRANE." and json.loads(rows[2]["tools"]) == TOOLS
+    with pytest.raises(ValueError, match="branches must be 'drop'"):
+        to_sft_dataset([row], branches="all")  # type: ignore[arg-type]
 
 
 def test_sft_messages_render_with_trl_qwen_template() -> None:

@@ -61,7 +61,12 @@ def to_art_choice(turn: TrainingTurn, message: dict[str, Any]) -> Any:
 
 
 def to_art_trajectory(row: TraceRow, *, trainable: bool = True) -> Any:
-    """One ``art.Trajectory``; a request that does not extend the previous one starts an additional history.
+    """One ``art.Trajectory``: each line of the trace's call graph is a history of its own, in the order they
+    started (the main line, and each branch: a side call, a subagent, a retry, the calls before or after a context
+    rewrite); a branch is never mixed into the main line's history.
+
+    A branch that forks from an earlier call starts with the calls before the fork, as plain messages: each
+    sampled reply is trained on in one history only.
 
     Args:
         row: a trace row.
@@ -72,14 +77,17 @@ def to_art_trajectory(row: TraceRow, *, trainable: bool = True) -> Any:
     """
     art = import_art()
     fields = to_art_trajectory_fields(row)
+    graph = row.trace.call_graph()
     histories: list[list[Any]] = []
-    for segment in segments(row.trace):
-        if not histories or segment.reset:
-            histories.append([])
-        histories[-1].extend(segment.new_messages)
-        if segment.reply is not None:
-            exact = trainable and _exact(segment.turn)
-            histories[-1].append(to_art_choice(segment.turn, segment.reply) if exact else segment.reply)
+    for line in graph.lines:
+        histories.append([])
+        for segment in segments(row.trace, line=line.index):
+            if segment.reset and histories[-1]:
+                histories.append([])
+            histories[-1].extend(segment.new_messages)
+            if segment.reply is not None:
+                exact = trainable and not segment.lead and _exact(segment.turn)
+                histories[-1].append(to_art_choice(segment.turn, segment.reply) if exact else segment.reply)
     fields["messages_and_choices"] = histories[0] if histories else []
     extra = [art.trajectories.History(messages_and_choices=h, tools=fields["tools"]) for h in histories[1:]]
     return art.Trajectory(**fields, additional_histories=extra)

@@ -92,12 +92,16 @@ class EndpointConfig:
             raise ValueError(f"responses_kept must be >= 0, got {self.responses_kept}")
 
 
+# One encoder for every body and event (json.dumps with options builds one per call).
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def _json(status: int, payload: Any) -> HttpResponse:
-    return HttpResponse(status, json.dumps(payload, ensure_ascii=False, allow_nan=False).encode())
+    return HttpResponse(status, _encode(payload).encode())
 
 
 def _event(payload: Any, name: str | None = None) -> bytes:
-    return sse_event(json.dumps(payload, ensure_ascii=False, allow_nan=False), name)
+    return sse_event(_encode(payload), name)
 
 
 def _error(exc: PolicyError, payload: dict[str, Any] | None = None) -> HttpResponse:
@@ -335,7 +339,8 @@ class PolicyServer:
     # -- requests ----------------------------------------------------------------------------------
     async def handle(self, request: HttpRequest) -> HttpResponse | HttpStream:
         """Route one HTTP request; every failure becomes an error body in the dialect of its route (OpenAI's;
-        Anthropic's on ``/v1/messages``, Google's on its generateContent routes)."""
+        Anthropic's on ``/v1/messages``, Google's on its generateContent routes, OpenAI's worded for Responses on
+        ``/v1/responses``)."""
         try:
             return await self._route(request)
         except PolicyError as exc:
@@ -343,6 +348,8 @@ class PolicyServer:
                 return _error(exc, anthropic_messages.error_json(exc))
             if request.path.startswith("/v1beta/") or _google_route(request.path) is not None:
                 return _error(exc, google_generate.error_json(exc))
+            if request.path.startswith("/v1/responses"):
+                return _error(exc, openai_responses.error_json(exc))
             return _error(exc)
 
     async def _route(self, request: HttpRequest) -> HttpResponse | HttpStream:
@@ -523,7 +530,8 @@ class PolicyServer:
         one."""
         started_at, start = time.time(), time.perf_counter()
         headers = request.headers
-        if not headers.get("x-goog-api-key"):  # the key may come as ?key=... instead
+        if not headers.get("x-goog-api-key") and not headers.get("authorization") and "key=" in request.target:
+            # the key may come as ?key=... instead (an Authorization header, when sent, names the session)
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.target).query)
             headers = {**headers, "x-goog-api-key": (query.get("key") or [""])[0]}
         session = self._session(_keyed(headers, "x-goog-api-key"))
@@ -607,39 +615,35 @@ class PolicyServer:
                       events: AsyncGenerator[StreamEvent, None], started_at: float, start: float, dialect: _Dialect,
                       request_id: str, frames: _Frames) -> AsyncGenerator[bytes, None]:
         """The SSE body of a streamed call (``lead``: its event after ``first``, already taken); records its turn
-        before the last events, or a cut turn if it is cut."""
+        before the last events, or a cut turn if it is cut. The events of one step (a dialect may send several for
+        one piece of the reply) go out as one chunk: one write, not one per event."""
         sent, ended = DeltaFold(), False
         try:
             async with contextlib.aclosing(events), contextlib.aclosing(_chain(lead, events)) as stream:
-                for frame in frames.start(first):
-                    yield frame
+                yield b"".join(frames.start(first))
                 async for event in stream:
                     if isinstance(event, ChoiceDelta):
                         sent.add(event)
-                        for frame in frames.delta(event):
-                            yield frame
+                        yield b"".join(frames.delta(event))
                     elif isinstance(event, ChatResult):
                         ended = True
                         event.info = dialect.info(event.info, stream=True)
                         response = completion_json(event, chat, request_id=request_id, created=int(started_at))
                         self._record(session, chat, event, response, started_at, start)
-                        for frame in frames.finish(event, dialect.answer(event, chat, response)):
-                            yield frame
+                        yield b"".join(frames.finish(event, dialect.answer(event, chat, response)))
             if not ended:
                 raise BackendFailed("the backend's stream ended without its result")
         except Exception as exc:  # after the head: the error is an event (the clients raise it)
             ended = True
             failure = exc if isinstance(exc, PolicyError) else _backend_failed(exc)
-            for frame in frames.error(failure):
-                yield frame
+            yield b"".join(frames.error(failure))
         finally:
             if not ended:  # the client left (cancelled, or closed at a yield): record what it was sent
                 cut = sent.cut(first, chat.sampling.n, self.backend.model_id)
                 cut.info = dialect.info(cut.info, stream=True)
                 response = completion_json(cut, chat, request_id=request_id, created=int(started_at))
                 self._record(session, chat, cut, response, started_at, start)
-        for frame in frames.end():
-            yield frame
+        yield b"".join(frames.end())
 
 
 def _body(request: HttpRequest) -> Any:

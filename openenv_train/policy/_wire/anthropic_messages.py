@@ -14,6 +14,7 @@ from typing import Any
 
 from .._errors import ContextLengthExceeded, InvalidRequest, PolicyError
 from .._types import ChatResult, ChoiceDelta, StreamStart
+from .openai_chat import copy_fields
 
 __all__ = ["Event", "MessageEvents", "chat_body", "error_json", "message_json"]
 
@@ -34,8 +35,8 @@ def _text_of(content: Any, where: str) -> str:
         raise InvalidRequest(f"{where} must be a string or a list of text blocks", param=where)
     parts = []
     for i, block in enumerate(content):
-        if not isinstance(block, Mapping) or block.get("type") != "text" or not isinstance(block.get("text"), str):
-            kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
             raise InvalidRequest(f"{where}[{i}] is a {kind!r} block; only text blocks are supported here",
                                  param=f"{where}[{i}]")
         parts.append(block["text"])
@@ -51,7 +52,7 @@ def _user(content: Any, where: str, names: Mapping[str, str]) -> list[dict[str, 
     out: list[dict[str, Any]] = []
     text: list[str] = []
     for i, block in enumerate(content):
-        kind = block.get("type") if isinstance(block, Mapping) else None
+        kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
         elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
@@ -80,12 +81,12 @@ def _assistant(content: Any, where: str, names: dict[str, str]) -> dict[str, Any
         raise InvalidRequest(f"{where} must be a string or a list of content blocks", param=where)
     text, calls = [], []
     for i, block in enumerate(content):
-        kind = block.get("type") if isinstance(block, Mapping) else None
+        kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
         elif kind == "tool_use":
             if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str) \
-                    or not isinstance(block.get("input", {}), Mapping):
+                    or not isinstance(block.get("input", {}), dict):
                 raise InvalidRequest(f"{where}[{i}] must be {{'type': 'tool_use', 'id': ..., 'name': ..., "
                                      "'input': {...}}", param=f"{where}[{i}]")
             names[block["id"]] = block["name"]
@@ -109,8 +110,8 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
         raise InvalidRequest("'tools' must be a list of {'name': ..., 'input_schema': {...}}", param="tools")
     out = []
     for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool["name"] \
-                or not isinstance(tool.get("input_schema"), Mapping):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"] \
+                or not isinstance(tool.get("input_schema"), dict):
             raise InvalidRequest(f"tools[{i}] must be {{'name': ..., 'description': ..., 'input_schema': {{...}}}} "
                                  "(Anthropic's server tools are not served here)", param=f"tools[{i}]")
         function: dict[str, Any] = {"name": tool["name"]}
@@ -124,8 +125,8 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
 def _tool_choice(choice: Any) -> str | dict[str, Any] | None:
     if choice is None:
         return None
-    kind = choice.get("type") if isinstance(choice, Mapping) else None
-    if kind in _TOOL_CHOICES:
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if isinstance(kind, str) and kind in _TOOL_CHOICES:
         return _TOOL_CHOICES[kind]
     if kind == "tool" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
@@ -160,7 +161,7 @@ def chat_body(body: Any) -> dict[str, Any]:
     names: dict[str, str] = {}  # tool_use id -> tool name, for the results that answer them
     for i, message in enumerate(raw):
         where = f"messages[{i}]"
-        role = message.get("role") if isinstance(message, Mapping) else None
+        role = message.get("role") if isinstance(message, dict) else None
         if role == "user":
             messages += _user(message.get("content"), f"{where}.content", names)
         elif role == "assistant":
@@ -176,16 +177,8 @@ def chat_body(body: Any) -> dict[str, Any]:
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise InvalidRequest(f"'stream' must be true or false, got {stream!r}", param="stream")
-    out: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
-    for key in ("model", "temperature", "top_p", "top_k"):
-        if body.get(key) is not None:
-            out[key] = body[key]
-    tools = _tools(body.get("tools"))
-    if tools:
-        out["tools"] = tools
-        choice = _tool_choice(body.get("tool_choice"))
-        if choice is not None:
-            out["tool_choice"] = choice
+    out = copy_fields({"messages": messages, "max_tokens": max_tokens}, body, ("model", "temperature", "top_p", "top_k"),
+                      tools=_tools, tool_choice=_tool_choice)
     if stop:
         out["stop"] = stop
     if stream:
@@ -200,7 +193,7 @@ def _input(arguments: Any) -> dict[str, Any]:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
             return {"arguments": arguments}
-    return dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
+    return dict(arguments) if isinstance(arguments, dict) else {"arguments": arguments}
 
 
 def _usage(result: ChatResult) -> dict[str, int]:

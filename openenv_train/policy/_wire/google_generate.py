@@ -10,11 +10,12 @@ REST API) or snake_case.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import InvalidRequest, PolicyError
+from .._errors import ContextLengthExceeded, InvalidRequest, PolicyError
 from .._types import ChatResult, ChoiceDelta, StreamStart
 
 __all__ = ["ResponseChunks", "chat_body", "error_json", "response_json"]
@@ -30,12 +31,18 @@ def _get(obj: Mapping[str, Any], camel: str) -> Any:
     """``obj[camel]``, or its snake_case spelling."""
     if camel in obj:
         return obj[camel]
-    return obj.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+    return obj.get(_snake(camel))
+
+
+@functools.cache
+def _snake(camel: str) -> str:
+    """``functionCall`` -> ``function_call`` (of the few field names this module reads: cached)."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
 
 
 def _result_text(response: Any) -> str:
     """A function's result as the tool message's text: a lone string output as it is, anything else as JSON."""
-    if isinstance(response, Mapping) and len(response) == 1:
+    if isinstance(response, dict) and len(response) == 1:
         (value,) = response.values()
         if isinstance(value, str):
             return value
@@ -44,8 +51,8 @@ def _result_text(response: Any) -> str:
 
 def _content(content: Any, where: str) -> list[dict[str, Any]]:
     """One ``Content`` as chat messages: a user's text and function responses, or a model's text and calls."""
-    role = content.get("role", "user") if isinstance(content, Mapping) else None
-    if role not in _ROLES:
+    role = content.get("role", "user") if isinstance(content, dict) else None
+    if not isinstance(role, str) or role not in _ROLES:
         raise InvalidRequest(f"{where}.role must be 'user' or 'model', got {role!r}", param=f"{where}.role")
     parts = content.get("parts")
     if not isinstance(parts, list) or not parts:
@@ -55,7 +62,7 @@ def _content(content: Any, where: str) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     for i, part in enumerate(parts):
         here = f"{where}.parts[{i}]"
-        if not isinstance(part, Mapping):
+        if not isinstance(part, dict):
             raise InvalidRequest(f"{here} must be an object", param=here)
         call, reply = _get(part, "functionCall"), _get(part, "functionResponse")
         if _get(part, "thought"):
@@ -63,8 +70,8 @@ def _content(content: Any, where: str) -> list[dict[str, Any]]:
         if isinstance(part.get("text"), str):
             text.append(part["text"])
         elif call is not None and role == "model":
-            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str) \
-                    or not isinstance(call.get("args", {}), Mapping):
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str) \
+                    or not isinstance(call.get("args", {}), dict):
                 raise InvalidRequest(f"{here}.functionCall must be {{'name': ..., 'args': {{...}}}}", param=here)
             entry: dict[str, Any] = {"type": "function",
                                      "function": {"name": call["name"], "arguments": dict(call.get("args") or {})}}
@@ -72,7 +79,7 @@ def _content(content: Any, where: str) -> list[dict[str, Any]]:
                 entry = {"id": call["id"], **entry}
             calls.append(entry)
         elif reply is not None and role == "user":
-            if not isinstance(reply, Mapping) or not isinstance(reply.get("name"), str):
+            if not isinstance(reply, dict) or not isinstance(reply.get("name"), str):
                 raise InvalidRequest(f"{here}.functionResponse must be {{'name': ..., 'response': {{...}}}}",
                                      param=here)
             message = {"role": "tool", "name": reply["name"], "content": _result_text(reply.get("response"))}
@@ -99,12 +106,12 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
         raise InvalidRequest("'tools' must be a list of {'functionDeclarations': [...]}", param="tools")
     out = []
     for i, tool in enumerate(tools):
-        declarations = _get(tool, "functionDeclarations") if isinstance(tool, Mapping) else None
+        declarations = _get(tool, "functionDeclarations") if isinstance(tool, dict) else None
         if not isinstance(declarations, list):
             raise InvalidRequest(f"tools[{i}] must be {{'functionDeclarations': [...]}} (Google's built-in tools "
                                  "are not served here)", param=f"tools[{i}]")
         for j, declaration in enumerate(declarations):
-            if not isinstance(declaration, Mapping) or not isinstance(declaration.get("name"), str):
+            if not isinstance(declaration, dict) or not isinstance(declaration.get("name"), str):
                 raise InvalidRequest(f"tools[{i}].functionDeclarations[{j}] must have a 'name'",
                                      param=f"tools[{i}].functionDeclarations[{j}]")
             function: dict[str, Any] = {"name": declaration["name"]}
@@ -119,7 +126,7 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
 
 def _lower_types(schema: Any) -> Any:
     """An OpenAPI schema as JSON Schema: Google writes types in capitals (``OBJECT``, ``INTEGER``)."""
-    if isinstance(schema, Mapping):
+    if isinstance(schema, dict):
         return {k: v.lower() if k == "type" and isinstance(v, str) else _lower_types(v) for k, v in schema.items()}
     if isinstance(schema, list):
         return [_lower_types(v) for v in schema]
@@ -127,11 +134,11 @@ def _lower_types(schema: Any) -> Any:
 
 
 def _tool_choice(config: Any) -> str | dict[str, Any] | None:
-    calling = _get(config, "functionCallingConfig") if isinstance(config, Mapping) else None
+    calling = _get(config, "functionCallingConfig") if isinstance(config, dict) else None
     if calling is None:
         return None
-    mode = calling.get("mode", "AUTO") if isinstance(calling, Mapping) else None
-    if mode not in _MODES:
+    mode = calling.get("mode", "AUTO") if isinstance(calling, dict) else None
+    if not isinstance(mode, str) or mode not in _MODES:
         raise InvalidRequest(f"'toolConfig.functionCallingConfig.mode' must be one of {sorted(_MODES)}, got {mode!r}",
                              param="toolConfig")
     allowed = _get(calling, "allowedFunctionNames")
@@ -159,8 +166,8 @@ def chat_body(body: Any, *, model: str, stream: bool = False) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = _get(body, "systemInstruction")
     if system is not None:
-        parts = system.get("parts") if isinstance(system, Mapping) else None
-        if not isinstance(parts, list) or not all(isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        parts = system.get("parts") if isinstance(system, dict) else None
+        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("text"), str)
                                                   for p in parts):
             raise InvalidRequest("'systemInstruction' must be {'parts': [{'text': ...}]}", param="systemInstruction")
         if "".join(p["text"] for p in parts):
@@ -168,7 +175,7 @@ def chat_body(body: Any, *, model: str, stream: bool = False) -> dict[str, Any]:
     for i, content in enumerate(contents):
         messages += _content(content, f"contents[{i}]")
     config = _get(body, "generationConfig") or {}
-    if not isinstance(config, Mapping):
+    if not isinstance(config, dict):
         raise InvalidRequest("'generationConfig' must be an object", param="generationConfig")
     out: dict[str, Any] = {"model": model, "messages": messages}
     for ours, theirs in (("temperature", "temperature"), ("top_p", "topP"), ("top_k", "topK"),
@@ -251,10 +258,15 @@ class ResponseChunks:
 
 
 def error_json(exc: PolicyError, status: int | None = None) -> dict[str, Any]:
-    """Google's error body (``status``: the HTTP status, when it is not the error's own).
+    """Google's error body (``status``: the HTTP status, when it is not the error's own); a prompt too long reads
+    as Google words it.
 
     >>> error_json(InvalidRequest("bad"))
     {'error': {'code': 400, 'message': 'bad', 'status': 'INVALID_ARGUMENT'}}
     """
     code = status or exc.status
-    return {"error": {"code": code, "message": exc.message, "status": _STATUS.get(code, "INTERNAL")}}
+    message = exc.message
+    if isinstance(exc, ContextLengthExceeded):
+        message = (f"The input token count ({exc.prompt_tokens}) exceeds the maximum number of tokens allowed "
+                   f"({exc.context}). {exc.message}")
+    return {"error": {"code": code, "message": message, "status": _STATUS.get(code, "INTERNAL")}}

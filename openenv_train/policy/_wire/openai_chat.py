@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import InvalidRequest
@@ -11,7 +11,7 @@ from .._types import ChatRequest, ChatResult, SamplingParams
 from .constraint_fields import parse_constraint
 from .messages import normalise_messages
 
-__all__ = ["completion_json", "parse_chat_request", "v1_url"]
+__all__ = ["completion_json", "copy_fields", "parse_chat_request", "v1_url"]
 
 _TOOL_CHOICES = ("none", "auto", "required")
 _MAX_STOP = 16
@@ -171,6 +171,24 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
         stream=stream,
         include_usage=include_usage,
     )
+
+
+def copy_fields(out: dict[str, Any], body: Mapping[str, Any], keys: Sequence[str], *,
+                tools: Callable[[Any], list[dict[str, Any]] | None],
+                tool_choice: Callable[[Any], str | dict[str, Any] | None]) -> dict[str, Any]:
+    """``out``, a chat body built from another dialect's ``body``, with the ``keys`` that ``body`` sets (the fields
+    both dialects spell alike) and its ``tools`` and ``tool_choice`` as the dialect's converters read them (the
+    choice only when there are tools)."""
+    for key in keys:
+        if body.get(key) is not None:
+            out[key] = body[key]
+    converted = tools(body.get("tools"))
+    if converted:
+        out["tools"] = converted
+        choice = tool_choice(body.get("tool_choice"))
+        if choice is not None:
+            out["tool_choice"] = choice
+    return out
 
 
 def completion_json(result: ChatResult, request: ChatRequest, *, request_id: str, created: int) -> dict[str, Any]:

@@ -12,10 +12,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import InvalidRequest, PolicyError
+from .._errors import ContextLengthExceeded, InvalidRequest, PolicyError
 from .._types import ChatResult, ChoiceDelta, StreamStart
+from .openai_chat import copy_fields
 
-__all__ = ["Event", "ResponseEvents", "chat_body", "response_json"]
+__all__ = ["Event", "ResponseEvents", "chat_body", "error_json", "response_json"]
 
 #: One server-sent event: its name and its JSON payload.
 Event = tuple[str, dict[str, Any]]
@@ -33,8 +34,8 @@ def _text(content: Any, where: str) -> str:
         raise InvalidRequest(f"{where} must be a string or a list of input_text parts", param=where)
     parts = []
     for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        text = part.get("text", part.get("refusal")) if isinstance(part, Mapping) else None
+        kind = part.get("type") if isinstance(part, dict) else None
+        text = part.get("text", part.get("refusal")) if isinstance(part, dict) else None
         if kind not in _TEXT_PARTS or not isinstance(text, str):
             raise InvalidRequest(f"{where}[{i}] is a {kind or type(part).__name__!r} part; only text parts "
                                  "(input_text, output_text) are supported", param=f"{where}[{i}]")
@@ -57,13 +58,13 @@ def _items(items: Any, names: dict[str, str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, item in enumerate(items):
         where = f"input[{i}]"
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             raise InvalidRequest(f"{where} must be an object (a message, function_call or function_call_output item)",
                                  param=where)
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 raise InvalidRequest(f"{where}.role must be one of {sorted(_ROLES)}, got {role!r}",
                                      param=f"{where}.role")
             out.append({"role": _ROLES[role], "content": _text(item.get("content"), f"{where}.content")})
@@ -102,9 +103,10 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
                              param="tools")
     out = []
     for i, tool in enumerate(tools):
-        if isinstance(tool, Mapping) and isinstance(tool.get("type"), str) and tool["type"] != "function":
+        if isinstance(tool, dict) and isinstance(tool.get("type"), str) and tool["type"] != "function":
             continue  # a hosted or freeform tool (web_search, custom, ...): no chat template can offer it
-        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool["name"]:
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("name"), str) \
+                or not tool["name"]:
             raise InvalidRequest(f"tools[{i}] must be {{'type': 'function', 'name': ..., 'parameters': {{...}}}} "
                                  "(only function tools are served here)", param=f"tools[{i}]")
         function = {k: tool[k] for k in ("name", "description", "parameters") if tool.get(k) is not None}
@@ -115,7 +117,7 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
 def _tool_choice(choice: Any) -> str | dict[str, Any] | None:
     if choice is None or choice in _TOOL_CHOICES:
         return choice  # type: ignore[no-any-return]
-    if isinstance(choice, Mapping) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
         return {"type": "function", "function": {"name": choice["name"]}}
     raise InvalidRequest(f"'tool_choice' must be one of {list(_TOOL_CHOICES)} or {{'type': 'function', 'name': ...}}",
                          param="tool_choice")
@@ -151,16 +153,8 @@ def chat_body(body: Any, history: Sequence[Mapping[str, Any]] = ()) -> tuple[dic
             raise InvalidRequest(f"'max_output_tokens' must be an integer >= 1, got {max_tokens!r}",
                                  param="max_output_tokens")
         out["max_tokens"] = max_tokens
-    for key in ("model", "temperature", "top_p", "stream"):
-        if body.get(key) is not None:
-            out[key] = body[key]
-    tools = _tools(body.get("tools"))
-    if tools:
-        out["tools"] = tools
-        choice = _tool_choice(body.get("tool_choice"))
-        if choice is not None:
-            out["tool_choice"] = choice
-    return out, conversation
+    return copy_fields(out, body, ("model", "temperature", "top_p", "stream"), tools=_tools,
+                       tool_choice=_tool_choice), conversation
 
 
 def _output(result: ChatResult, response_id: str) -> list[dict[str, Any]]:
@@ -203,13 +197,14 @@ def response_json(result: ChatResult, *, response_id: str, created: int, request
     usage = result.usage
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     cut = result.choices[0].finish_reason == "length"
-    return {**_skeleton(response_id, created, result.model, request),
-            "status": "incomplete" if cut else "completed",
-            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
-            "output": _output(result, response_id),
-            "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": prompt + completion}}
+    response = _skeleton(response_id, created, result.model, request)
+    response.update(status="incomplete" if cut else "completed",
+                    incomplete_details={"reason": "max_output_tokens"} if cut else None,
+                    output=_output(result, response_id),
+                    usage={"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+                           "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+                           "total_tokens": prompt + completion})
+    return response
 
 
 class ResponseEvents:
@@ -223,6 +218,7 @@ class ResponseEvents:
 
     def __init__(self, *, response_id: str, created: int, request: Mapping[str, Any]) -> None:
         self.id, self.created, self.request = response_id, created, request
+        self._message_id = _message_item(response_id, "")["id"]
         self._seq = 0
         self._items: list[str] = []  # kind of each output item opened, by output index
         self._calls: dict[int, int] = {}  # tool-call index -> output index
@@ -248,10 +244,10 @@ class ResponseEvents:
                 self._items.append("message")
                 events += [self._event("response.output_item.added", output_index=len(self._items) - 1,
                                        item=_message_item(self.id, "", "in_progress")),
-                           self._event("response.content_part.added", item_id=_message_item(self.id, "")["id"],
+                           self._event("response.content_part.added", item_id=self._message_id,
                                        output_index=len(self._items) - 1, content_index=0,
                                        part={"type": "output_text", "text": "", "annotations": []})]
-            events.append(self._event("response.output_text.delta", item_id=_message_item(self.id, "")["id"],
+            events.append(self._event("response.output_text.delta", item_id=self._message_id,
                                       output_index=self._items.index("message"), content_index=0,
                                       delta=delta.content, logprobs=[]))
         for call in delta.tool_calls or ():
@@ -289,4 +285,20 @@ class ResponseEvents:
 
     def error(self, exc: PolicyError) -> list[Event]:
         """The ``error`` event of a failure after the stream began (OpenAI's clients raise it)."""
-        return [self._event("error", code=exc.code, message=exc.message, param=exc.param, **exc.to_json())]
+        body = error_json(exc)
+        error = body["error"]
+        return [self._event("error", code=error["code"], message=error["message"], param=error["param"], **body)]
+
+
+def error_json(exc: PolicyError) -> dict[str, Any]:
+    """OpenAI's error body, as the chat route's; a prompt too long names ``input`` (what Responses sends) and reads
+    as OpenAI words it (Codex matches its code, ``context_length_exceeded``).
+
+    >>> error_json(InvalidRequest("bad", param="input"))
+    {'error': {'message': 'bad', 'type': 'invalid_request_error', 'param': 'input', 'code': None}}
+    """
+    body = exc.to_json()
+    if isinstance(exc, ContextLengthExceeded):
+        body["error"].update(param="input", message=f"Your input exceeds the context window of this model: "
+                             f"{exc.prompt_tokens} tokens, {exc.context} at most. {exc.message}")
+    return body
