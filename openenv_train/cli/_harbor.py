@@ -24,11 +24,21 @@ app.add_typer(harbor_app, name="harbor")
 def run(
     tasks: Annotated[list[Path], typer.Argument(help="Task folders, or folders holding task folders.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Run folder; traces go to RUN/traces/*.parquet.")],
-    agent: Annotated[str, typer.Option(help="oracle (runs solution/solve.sh), nop (does nothing), or model.")] = "oracle",
-    model: Annotated[str | None, typer.Option(help="With --agent model: a model folder or an http(s):// "
-                                                   "OpenAI-compatible URL.")] = None,
+    agent: Annotated[str, typer.Option(help="oracle (runs solution/solve.sh), nop (does nothing), model (our bash-tool "
+                                            "loop), an installed agent CLI (claude-code, codex, opencode, gemini-cli, "
+                                            "mini-swe-agent: `openenv-train agents list`), or command "
+                                            "(--agent-command).")] = "oracle",
+    model: Annotated[str | None, typer.Option(help="With --agent model, an agent CLI or command: a model folder or an "
+                                                   "http(s):// OpenAI-compatible URL, served by the capture proxy.")] = None,
     model_name: Annotated[str | None, typer.Option(help="Model to ask an upstream URL for (default: the first it "
-                                                        "lists); the served name of a local model.")] = None,
+                                                        "lists); the served name of a local model; the model name an "
+                                                        "agent CLI sends.")] = None,
+    agent_command: Annotated[str | None, typer.Option(help="With --agent command: the CLI's command line, with "
+                                                           "{base_url}, {api_key}, {model} and {prompt} "
+                                                           "placeholders.")] = None,
+    agent_mount: Annotated[list[str] | None, typer.Option(help="With --agent command: a host folder the command "
+                                                               "needs (its installation), mounted read-only; "
+                                                               "repeatable.")] = None,
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY", help="Key of an upstream URL.")] = None,
     env: Annotated[str, typer.Option(help="sandbox (OS sandbox), docker (needs an engine), or auto.")] = "sandbox",
     docker_base_image: Annotated[str | None, typer.Option(help="Docker backend: build task images FROM this local "
@@ -49,19 +59,38 @@ def run(
     from ..harbor import HarborRunConfig
     from ..trace import TraceWriter
 
-    if agent not in ("oracle", "nop", "model"):
-        raise fail(f"--agent must be oracle, nop or model, got {agent!r}", code=2)
-    if (agent == "model") != (model is not None):
-        raise fail("--model is required with --agent model (and only then)", code=2)
+    from ..harbor import AGENT_SPECS, HarborError, InstalledAgent
+
+    builtin = ("oracle", "nop", "model", "command")
+    if agent not in builtin and agent not in AGENT_SPECS:
+        raise fail(f"--agent must be oracle, nop, model, command or an agent CLI ({', '.join(AGENT_SPECS)}), got "
+                   f"{agent!r}", code=2)
+    if (agent not in ("oracle", "nop")) != (model is not None):
+        raise fail("--model is required with --agent model, command or an agent CLI (and only then): the model the "
+                   "capture proxy serves (a model folder or an http(s):// URL)", code=2)
+    if (agent == "command") != (agent_command is not None):
+        raise fail("--agent-command is required with --agent command (and only then)", code=2)
     if env not in ("sandbox", "docker", "auto"):
         raise fail(f"--env must be sandbox, docker or auto, got {env!r}", code=2)
+    if agent in AGENT_SPECS or agent == "command":
+        if env != "sandbox":
+            raise fail(f"--agent {agent} runs in the OS sandbox so far; use --env sandbox", code=2)
+        if agent in AGENT_SPECS:
+            try:
+                InstalledAgent(agent, "http://127.0.0.1").check()
+            except HarborError as exc:
+                raise fail(str(exc)) from None
     try:
         config = HarborRunConfig(backend=env, run_id=run_id or output.resolve().name, attempts=attempts,  # type: ignore[arg-type]
                                  concurrency=concurrency, agent_timeout_s=agent_timeout,
                                  timeout_multiplier=timeout_multiplier, docker_base_image=docker_base_image)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
-    options = {"max_turns": max_turns, "temperature": temperature, "max_tokens": max_tokens}
+    options: dict[str, Any] = {"max_turns": max_turns, "temperature": temperature, "max_tokens": max_tokens}
+    if agent in AGENT_SPECS:
+        options = {"agent": agent, "model": model_name}
+    elif agent == "command":
+        options = {"command": agent_command, "ro_paths": tuple(agent_mount or ()), "model": model_name or "served"}
     console = Console()
     skipped: list[str] = []
     try:
@@ -80,15 +109,21 @@ def run(
 async def _run(tasks: list[Path], agent: str, model: str | None, model_name: str | None, api_key: str | None,
                config: Any,
                options: dict[str, Any], writer: Any, on_skip: Any) -> list[TraceRow]:
-    from ..harbor import ModelAgent, NopAgent, OracleAgent, run_tasks
+    from ..harbor import CommandAgent, InstalledAgent, ModelAgent, NopAgent, OracleAgent, run_tasks
     from ..policy import policy_endpoint
 
     if model is None:
         fixed = OracleAgent() if agent == "oracle" else NopAgent()
         return await run_tasks(tasks, fixed, config=config, writer=writer, on_skip=on_skip)
     async with policy_endpoint(model, api_key=api_key, model_name=model_name) as (url, capture):
-        model_agent = ModelAgent(base_url=url, **options)
-        return await run_tasks(tasks, model_agent, config=config, writer=writer, capture=capture, on_skip=on_skip)
+        worker: Any
+        if agent == "model":
+            worker = ModelAgent(base_url=url, **options)
+        elif agent == "command":
+            worker = CommandAgent(base_url=url, **options)
+        else:
+            worker = InstalledAgent(base_url=url, **options)
+        return await run_tasks(tasks, worker, config=config, writer=writer, capture=capture, on_skip=on_skip)
 
 
 def _print_table(console: Console, rows: list[TraceRow]) -> None:

@@ -7,10 +7,16 @@ The trace names (``TraceWriter``, ``CaptureStore``, ``TraceRow``, ``read_traces`
 """
 
 from ..core import lazy_attributes, moved_names
+from ._agent_install import AGENTS_DIR_ENV, agent_binary, agent_spec, agents_dir, install_agent, installed_dir
+from ._agent_specs import AGENT_SPECS, AgentCall, AgentLaunch, AgentSpec
 from ._agents import BASH_TOOL, AgentContext, HarborAgent, ModelAgent, NopAgent, OracleAgent
+from ._cli_agents import SANDBOX_PROXY_PORT, CommandAgent, InstalledAgent
 from ._runner import HarborRunConfig, parse_rewards, run_task, run_tasks
 from ._task_env import DockerTaskEnv, ExecResult, SandboxTaskEnv, TaskEnvironment
 from ._task_errors import (
+    AgentExitError,
+    AgentInstallError,
+    AgentNotInstalled,
     AgentTimeoutError,
     EnvironmentSetupError,
     HarborError,
@@ -41,8 +47,24 @@ _MOVED = {
 __getattr__, __dir__ = lazy_attributes(__name__, moved=_MOVED)
 
 __all__ = [
+    "AGENTS_DIR_ENV",
+    "AGENT_SPECS",
     "BASH_TOOL",
+    "SANDBOX_PROXY_PORT",
+    "AgentCall",
     "AgentContext",
+    "AgentExitError",
+    "AgentInstallError",
+    "AgentLaunch",
+    "AgentNotInstalled",
+    "AgentSpec",
+    "CommandAgent",
+    "InstalledAgent",
+    "agent_binary",
+    "agent_spec",
+    "agents_dir",
+    "install_agent",
+    "installed_dir",
     "AgentTimeoutError",
     "DockerTaskEnv",
     "EnvironmentSetupError",

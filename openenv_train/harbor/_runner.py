@@ -25,6 +25,7 @@ from ..trace import CaptureStore, EnvInfo, EnvStep, ErrorInfo, PolicyInfo, Trace
 from ._agents import AgentContext, HarborAgent
 from ._task_env import DockerTaskEnv, SandboxTaskEnv, TaskEnvironment, resolve_env
 from ._task_errors import (
+    AgentExitError,
     AgentTimeoutError,
     EnvironmentSetupError,
     ModelCallError,
@@ -238,7 +239,7 @@ async def run_task(task_dir: str | os.PathLike[str], agent: HarborAgent, *, conf
 
 
 #: Agent errors after which the tests still run (Harbor verifies a timed-out agent's work too).
-_VERIFY_AFTER = {AgentTimeoutError.__name__, ModelCallError.__name__}
+_VERIFY_AFTER = {AgentTimeoutError.__name__, ModelCallError.__name__, AgentExitError.__name__}
 
 
 def _row(path: Path, task: HarborTask | None, agent: HarborAgent, model: str | None, env: TaskEnvironment | None,

@@ -81,6 +81,13 @@ class TaskEnvironment(Protocol):
     async def exec(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ExecResult:
         """Run ``command`` with bash in the workspace."""
 
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """Run ``command`` like :meth:`exec`, for a whole program such as an agent's CLI: host folders
+        ``ro_paths`` (its installation) readable at the same paths, host folder ``socket_dir`` (the Unix socket
+        to the policy endpoint) writable at the same path, and no per-process memory cap (JavaScript runtimes
+        reserve far more address space than they use)."""
+
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """Replace Harbor folder ``harbor_dir`` (``/tests`` or ``/solution``) by the files of ``source``."""
 
@@ -242,7 +249,7 @@ class SandboxTaskEnv:
             raise EnvironmentSetupError(f"task {self.task.name}: {what} failed in the sandbox ({cause}): {tail}")
 
     async def _run(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
-                   cwd: str | None = None) -> ExecResult:
+                   cwd: str | None = None, config: SandboxConfig | None = None) -> ExecResult:
         """One sandbox run: place queued files, run queued preparation, then ``command`` in ``cwd``."""
         if self._box is None:
             raise EnvironmentSetupError("the sandbox is not started; call start() first")
@@ -253,7 +260,7 @@ class SandboxTaskEnv:
             script += f"{' && '.join(prep)} || {{ echo 'harbor: preparing the workspace failed' >&2; exit 97; }}\n"
         script += f"cd {shlex.quote(cwd or self.workdir)} || exit 1\n{command}"
         argv = ["env", *(f"{k}={v}" for k, v in (env or {}).items()), "bash", "-c", script]
-        result = await self._box.arun(argv, files=files or None, timeout_s=max(timeout_s, 0.05))
+        result = await self._box.arun(argv, files=files or None, timeout_s=max(timeout_s, 0.05), config=config)
         return ExecResult(stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
                           timed_out=result.killed_reason == "wall_time", truncated=result.truncated,
                           duration_s=result.duration_s)
@@ -261,6 +268,16 @@ class SandboxTaskEnv:
     async def exec(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ExecResult:
         """Run ``command`` with bash in the workspace's WORKDIR; files it writes there persist."""
         return await self._run(command, timeout_s=timeout_s, env=env)
+
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """:meth:`exec` with ``ro_paths`` mounted read-only, ``socket_dir`` read-write and no memory cap
+        (see :meth:`TaskEnvironment.exec_program`); the sandbox still has no network."""
+        config = dataclasses.replace(
+            self.config, ro_paths=(*self.config.ro_paths, *ro_paths),
+            rw_paths=(*self.config.rw_paths, *([socket_dir] if socket_dir else [])),
+            limits=dataclasses.replace(self.config.limits, memory_bytes=None))
+        return await self._run(command, timeout_s=timeout_s, env=env, config=config)
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """Replace ``harbor_dir`` by a copy of ``source`` (text files get the Harbor path mapping).
@@ -424,6 +441,16 @@ class DockerTaskEnv:
         env_args = [arg for k, v in (env or {}).items() for arg in ("-e", f"{k}={v}")]
         return await _docker_cli(self.docker, "exec", "-w", self.workdir, *env_args, self.container, "bash", "-c",
                                  command, timeout_s=timeout_s)
+
+    async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
+                           ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
+        """Not yet: a container's mounts are fixed when it starts (installed agents run in the OS sandbox).
+
+        Raises:
+            UnsupportedTaskFeature: always, naming ``--env sandbox``.
+        """
+        raise UnsupportedTaskFeature(f"task {self.task.name}: installed agents (claude-code, codex, ...) run in "
+                                     "the OS sandbox so far, not in Docker; use --env sandbox")
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """``docker cp`` a folder's contents to ``harbor_dir``."""

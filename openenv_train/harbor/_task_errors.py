@@ -5,6 +5,8 @@ class name, so these names are part of the trace data.
 
     OpenEnvTrainError
     └── HarborError                     root of the errors of ``openenv_train.harbor``
+        ├── AgentNotInstalled           an installed agent's pinned CLI is not in the agent cache (or Node.js is missing)
+        ├── AgentInstallError           ``openenv-train agents install`` failed (npm or pip said why)
         └── TaskError                   a Harbor task could not be run to a reward
             ├── TaskFormatError         a task folder is malformed: a required file is missing, task.toml is bad
             ├── EnvironmentSetupError   the task's workspace could not be built (Dockerfile step, no sandbox)
@@ -13,6 +15,7 @@ class name, so these names are part of the trace data.
             ├── VerifierTimeoutError    tests/test.sh ran past ``[verifier] timeout_sec``
             ├── RewardFileError         the verifier wrote no reward file, or one that does not parse
             ├── ModelCallError          the policy endpoint failed or answered something that is not a completion
+            ├── AgentExitError          an installed agent's CLI exited with an error (its output says why)
             └── UnsupportedTaskFeature  the task needs something this runner does not do yet (e.g. docker-compose)
 """
 
@@ -21,6 +24,9 @@ from __future__ import annotations
 from ..core import OpenEnvTrainError
 
 __all__ = [
+    "AgentExitError",
+    "AgentInstallError",
+    "AgentNotInstalled",
     "AgentTimeoutError",
     "HarborError",
     "EnvironmentSetupError",
@@ -90,3 +96,15 @@ class ModelCallError(TaskError):
 
 class UnsupportedTaskFeature(TaskError):
     """The task declares a feature this runner does not support yet (named in the message)."""
+
+
+class AgentNotInstalled(HarborError):
+    """An installed agent's pinned CLI is missing from the agent cache; the message names the install command."""
+
+
+class AgentInstallError(HarborError):
+    """Installing an agent's pinned package failed."""
+
+
+class AgentExitError(TaskError):
+    """An installed agent's CLI exited with a non-zero status (the tests still run on what it left)."""

@@ -82,6 +82,9 @@ class SandboxConfig:
     """Host paths mounted read-only at the same place (missing ones are skipped; symlinks are recreated)."""
     ro_paths: tuple[str, ...] = ()
     """More host paths mounted read-only at the same place, e.g. a data set or another package's source."""
+    rw_paths: tuple[str, ...] = ()
+    """Host directories bind-mounted read-write at the same place, e.g. a folder holding a Unix socket that
+    sandboxed code talks to the host through (the only way out: there is no network)."""
     hidden_paths: tuple[str, ...] = ()
     """Host paths hidden inside even where a mount would show them (an empty directory; a file becomes an
     unreadable device node), e.g. an env's answer key that ships inside the mounted package."""
@@ -101,10 +104,10 @@ class SandboxConfig:
         if not os.path.isabs(workdir) or workdir != self.workdir or workdir in _RESERVED_DIRS:
             raise ValueError(f"workdir must be a normalized absolute path other than {', '.join(_RESERVED_DIRS)}, "
                              f"got {self.workdir!r}; e.g. '/scratch'")
-        for path in (self.python, *self.system_paths, *self.ro_paths, *self.hidden_paths):
+        for path in (self.python, *self.system_paths, *self.ro_paths, *self.rw_paths, *self.hidden_paths):
             if not os.path.isabs(path):
                 raise ValueError(f"sandbox paths must be absolute, got {path!r}")
-        if "/" in {os.path.normpath(path) for path in (*self.system_paths, *self.ro_paths)}:
+        if "/" in {os.path.normpath(path) for path in (*self.system_paths, *self.ro_paths, *self.rw_paths)}:
             raise ValueError("system_paths and ro_paths must not contain '/': that exposes the whole host; "
                              "list the directories the code needs")
         for name, value in self.env.items():

@@ -100,7 +100,8 @@ class Sandbox:
         return await self.arun([self.config.python, "-c", code], **options)
 
     async def arun(self, command: Sequence[str] | str, *, stdin: bytes | str | None = None,
-                   files: Mapping[str, bytes | str] | None = None, timeout_s: float | None = None) -> SandboxResult:
+                   files: Mapping[str, bytes | str] | None = None, timeout_s: float | None = None,
+                   config: SandboxConfig | None = None) -> SandboxResult:
         """Run ``command`` in the sandbox and return what happened.
 
         Args:
@@ -108,6 +109,8 @@ class Sandbox:
             stdin: bytes (or text, sent as UTF-8) on standard input; None gives ``/dev/null``.
             files: ``{relative path: content}`` written into the scratch dir before the command starts.
             timeout_s: wall-time limit of this run instead of ``config.limits.wall_time_s``.
+            config: this run's mounts, environment and limits instead of the sandbox's (e.g. a program that needs
+                more memory, or a socket folder); its ``workdir`` must be the sandbox's, whose files it sees.
 
         Raises:
             SandboxStateError: another run is in progress, or the sandbox is closed.
@@ -120,20 +123,23 @@ class Sandbox:
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise ValueError("the command is empty; pass a program and its arguments, e.g. ['python3', '-c', 'print(1)']")
-        wall_s = self.config.limits.wall_time_s if timeout_s is None else timeout_s
+        config = self.config if config is None else config
+        if config.workdir != self.config.workdir:
+            raise ValueError(f"config.workdir {config.workdir!r} must be this sandbox's workdir {self.config.workdir!r}")
+        wall_s = config.limits.wall_time_s if timeout_s is None else timeout_s
         if not wall_s > 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
         data = stdin.encode() if isinstance(stdin, str) else stdin
         files_tar = _files_tar(files) if files else None
         self.state = SandboxState.RUNNING
         try:
-            return await self._run(argv, data, files_tar, wall_s)
+            return await self._run(argv, data, files_tar, wall_s, config)
         finally:
             if self.state is SandboxState.RUNNING:
                 self.state = SandboxState.READY
 
-    async def _run(self, argv: list[str], stdin: bytes | None, files_tar: bytes | None, wall_s: float) -> SandboxResult:
-        config = self.config
+    async def _run(self, argv: list[str], stdin: bytes | None, files_tar: bytes | None, wall_s: float,
+                   config: SandboxConfig) -> SandboxResult:
         ctl_r, ctl_w = os.pipe()
         result_r, result_w = os.pipe()
         fds: dict[str, int | None] = {"ctl_fd": ctl_r, "result_fd": result_w, "state_fd": None, "files_fd": None}
@@ -148,7 +154,7 @@ class Sandbox:
             spec = supervisor_spec(config, mode="run", workdir=host_scratch or config.workdir, pid1=self.isolated, **fds)
             command = launcher_command(config, spec, argv)
             if self.isolated:
-                command = isolated_command(config, command, bwrap=self._bwrap, pid1=True)
+                command = isolated_command(config, command, bwrap=self._bwrap, pid1=True, rw_dirs=config.rw_paths)
         except BaseException:
             for fd in (ctl_w, result_r, *fds.values()):
                 if fd is not None:
@@ -163,9 +169,9 @@ class Sandbox:
         finally:
             if host_scratch is not None:
                 shutil.rmtree(host_scratch, ignore_errors=True)
-        return await self._result(outcome)
+        return await self._result(outcome, config.limits)
 
-    async def _result(self, outcome: Outcome) -> SandboxResult:
+    async def _result(self, outcome: Outcome, limits: SandboxLimits) -> SandboxResult:
         header, archive = _split_report(outcome.report)
         if header is None and outcome.stop is None and self.isolated:
             tail = outcome.stderr.decode(errors="replace")[-2000:]
@@ -179,7 +185,7 @@ class Sandbox:
             else:
                 logger.warning("the scratch dir was not saved after this run (%s); the next run sees the previous one",
                                state)
-        reason = _killed_reason(outcome.stop, exit_code, cpu_s, self.config.limits, outcome.stderr)
+        reason = _killed_reason(outcome.stop, exit_code, cpu_s, limits, outcome.stderr)
         return SandboxResult(
             stdout=outcome.stdout.decode(errors="replace"), stderr=outcome.stderr.decode(errors="replace"),
             exit_code=exit_code, timed_out=reason in ("wall_time", "cpu_time"), killed_reason=reason,

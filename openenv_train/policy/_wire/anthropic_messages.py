@@ -165,8 +165,11 @@ def chat_body(body: Any) -> dict[str, Any]:
             messages += _user(message.get("content"), f"{where}.content", names)
         elif role == "assistant":
             messages.append(_assistant(message.get("content"), f"{where}.content", names))
+        elif role == "system":  # Claude Code sends mid-conversation system messages (its reminders)
+            messages.append({"role": "system", "content": _text_of(message.get("content"), f"{where}.content")})
         else:
-            raise InvalidRequest(f"{where}.role must be 'user' or 'assistant', got {role!r}", param=f"{where}.role")
+            raise InvalidRequest(f"{where}.role must be 'user', 'assistant' or 'system', got {role!r}",
+                                 param=f"{where}.role")
     stop = body.get("stop_sequences")
     if stop is not None and (not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop)):
         raise InvalidRequest("'stop_sequences' must be a list of non-empty strings", param="stop_sequences")

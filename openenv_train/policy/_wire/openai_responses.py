@@ -102,8 +102,9 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
                              param="tools")
     out = []
     for i, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(tool.get("name"), str) \
-                or not tool["name"]:
+        if isinstance(tool, Mapping) and isinstance(tool.get("type"), str) and tool["type"] != "function":
+            continue  # a hosted or freeform tool (web_search, custom, ...): no chat template can offer it
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str) or not tool["name"]:
             raise InvalidRequest(f"tools[{i}] must be {{'type': 'function', 'name': ..., 'parameters': {{...}}}} "
                                  "(only function tools are served here)", param=f"tools[{i}]")
         function = {k: tool[k] for k in ("name", "description", "parameters") if tool.get(k) is not None}
