@@ -44,8 +44,8 @@ __all__ = ["AttemptSection", "EvalSection", "GrpoHarnessConfig", "OutputSection"
 
 console = Console()
 LABELS = {"untrained": "untrained", "grpo": "after GRPO"}
-#: The harnesses this recipe drives, and what each is.
-HARNESSES = {"model": "our own chat loop with a bash tool (harbor's --agent model)"}
+#: The harnesses this recipe drives besides the installed agent CLIs (``openenv-train agents list``).
+OWN_HARNESSES = {"model": "our own chat loop with a bash tool (harbor's --agent model)"}
 EXAMPLES = Path(__file__).resolve().parents[1] / "harbor" / "examples"
 
 
@@ -114,7 +114,9 @@ class GrpoHarnessConfig:
     verbose: bool = False
     """Also print the trainer's per-step dictionaries (they always go to ``metrics.jsonl``)."""
     harness: str = "model"
-    """The agent harness that works on the tasks: ``model`` (our chat loop with a bash tool)."""
+    """The agent harness that works on the tasks: ``model`` (our chat loop with a bash tool), or an installed agent
+    CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``mini-swe-agent``: ``openenv-train agents install
+    NAME``; they need ``attempt.backend=sandbox``)."""
     tasks: str = str(EXAMPLES)
     """A Harbor task folder, or a folder of them (default: the built-in examples)."""
     attempt: AttemptSection = field(default_factory=AttemptSection)
@@ -130,8 +132,13 @@ class GrpoHarnessConfig:
         return self.output.name or f"grpo-harness-{self.harness}"
 
     def __post_init__(self) -> None:
-        if self.harness not in HARNESSES:
-            raise ValueError(f"harness must be one of {', '.join(HARNESSES)}, got {self.harness!r}")
+        from ..harbor import AGENT_SPECS
+
+        names = [*OWN_HARNESSES, *AGENT_SPECS]
+        if self.harness not in names:
+            raise ValueError(f"harness must be one of {', '.join(names)}, got {self.harness!r}")
+        if self.harness in AGENT_SPECS and self.attempt.backend != "sandbox":
+            raise ValueError(f"harness={self.harness} runs in the OS sandbox: set attempt.backend=sandbox")
         if self.grpo.credit != "episode":
             raise ValueError(f"grpo.credit={self.grpo.credit!r}: the verifier scores whole attempts; use "
                              "grpo.credit=episode")
@@ -153,11 +160,19 @@ def find_task_folders(tasks: str) -> dict[str, Path]:
 
 
 def make_agent(cfg: GrpoHarnessConfig, base_url: str) -> Any:
-    """The harness, its model calls going to ``base_url`` (the capturing endpoint)."""
-    from ..harbor import ModelAgent
+    """The harness, its model calls going to ``base_url`` (the capturing endpoint).
 
-    return ModelAgent(base_url=base_url, max_turns=cfg.attempt.max_turns, temperature=cfg.grpo.temperature,
-                      max_tokens=cfg.grpo.per_turn_tokens)
+    Raises:
+        AgentNotInstalled: an agent CLI is not in the agent cache (the message names the install command).
+    """
+    from ..harbor import InstalledAgent, ModelAgent
+
+    if cfg.harness == "model":
+        return ModelAgent(base_url=base_url, max_turns=cfg.attempt.max_turns, temperature=cfg.grpo.temperature,
+                          max_tokens=cfg.grpo.per_turn_tokens)
+    agent = InstalledAgent(cfg.harness, base_url)
+    agent.check()
+    return agent
 
 
 def _attempt_metrics(threshold: float) -> Any:
@@ -275,12 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
     parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. harness=model tasks=PATH")
     args = parser.parse_args(argv)
+    from ..harbor import AgentNotInstalled
+
     cfg = load_run_config(GrpoHarnessConfig, parser, args.config, args.overrides, args.resume)
     logging.basicConfig(level=logging.WARNING)
     quiet_libraries(cfg.verbose)
     try:
         run(cfg, resume=bool(args.resume))
-    except (ValueError, GamesFailed) as exc:
+    except (ValueError, GamesFailed, AgentNotInstalled) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1
     return 0

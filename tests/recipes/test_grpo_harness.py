@@ -14,6 +14,7 @@ import pytest
 
 from openenv_train.recipes import grpo_harness
 from openenv_train.trace import EnvInfo, TraceRow, TrainingTrace, TrainingTurn, read_traces
+from tests import _system_parts
 from tests.sandbox.conftest import require_sandbox
 
 pytest.importorskip("trl", reason="trl is not installed")
@@ -49,21 +50,25 @@ def _recording_trainer(seen: list[dict[str, Any]]) -> Any:
 
 
 @pytest.mark.timeout(600)
-def test_smoke_run_writes_every_output_and_trains_the_captured_calls(tmp_path: Path,
+@pytest.mark.parametrize("harness", ["mini-swe-agent", "model"])
+def test_smoke_run_writes_every_output_and_trains_the_captured_calls(tmp_path: Path, harness: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real agent CLI (mini-swe-agent), and our own loop."""
     import torch
 
     from openenv_train.integrations import trl as ours
 
     require_sandbox()
+    if harness != "model":
+        _system_parts.require("agents")
     tasks = tmp_path / "tasks"
     for name in ("hello-world", "edit-config"):
         shutil.copytree(EXAMPLES / name, tasks / name)
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(ours, "grpo_trainer_class", _recording_trainer(seen))
-    code = grpo_harness.main(["--config", str(CONFIG), "harness=model", f"tasks={tasks}", f"output.dir={tmp_path}"])
+    code = grpo_harness.main(["--config", str(CONFIG), f"harness={harness}", f"tasks={tasks}", f"output.dir={tmp_path}"])
     assert code == 0
-    out = tmp_path / "grpo-harness-model"
+    out = tmp_path / f"grpo-harness-{harness}"
     for name in ("summary.json", "summary.md", "metrics.jsonl", "training.png", "config.yaml", "checkpoints/final",
                  "checkpoints/grpo/checkpoint-2"):
         assert (out / name).exists(), name
@@ -81,7 +86,7 @@ def test_smoke_run_writes_every_output_and_trains_the_captured_calls(tmp_path: P
 
     rows = read_traces(out)
     assert all(r.ok and r.reward is not None for r in rows), [r.error for r in rows if not r.ok]
-    assert len([r for r in rows if r.episode_id.startswith("eval-")]) == 2 * 2 * 2
+    assert len([r for r in rows if r.episode_id.startswith("eval-")]) == 2 * 2  # an attempt per task, twice
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     assert len(trained) == 2 * 2 * 2  # 2 steps x 2 tasks x 2 attempts
     # every call's reply was one of the allowed ones, sampled by the model (token ids and logprobs captured)
