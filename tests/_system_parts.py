@@ -1,4 +1,5 @@
-"""System parts some tests need (bubblewrap, Chromium, a Docker engine): one place decides skip or fail.
+"""System parts some tests need (bubblewrap, Chromium, a Docker engine, Node.js and the pinned agent CLIs): one place
+decides skip or fail.
 
 A test that needs a part missing here is skipped with the reason and the install line, or fails where CI sets the
 part's ``OPENENV_TRAIN_REQUIRE_*`` switch. Tests ask with :func:`require` or :func:`skip_or_fail`; a test that
@@ -41,6 +42,22 @@ def _docker() -> str | None:
     return docker_available()
 
 
+def _agents() -> str | None:
+    """Node.js and every pinned agent CLI in the agent cache (``openenv-train agents install all``)."""
+    import shutil
+
+    from openenv_train.harbor import AGENT_SPECS, HarborError, agent_binary
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "node or npm is not on PATH"
+    for spec in AGENT_SPECS.values():
+        try:
+            agent_binary(spec)
+        except HarborError as exc:
+            return str(exc)
+    return None
+
+
 @dataclass(frozen=True)
 class SystemPart:
     """A system package (or service) a group of tests needs."""
@@ -66,6 +83,9 @@ PARTS = {part.name: part for part in (
                ("chromium", "chromedriver"), _browser),
     SystemPart("docker", "OPENENV_TRAIN_REQUIRE_DOCKER", "bash .ci/docker-setup.sh start (installs Debian's docker.io)",
                ("docker",), _docker),
+    SystemPart("agents", "OPENENV_TRAIN_REQUIRE_AGENTS",
+               "apt-get install -y nodejs npm && openenv-train agents install all",
+               ("AgentNotInstalled", "agents install"), _agents),
 )}
 
 INSTALL_ALL = "apt-get install -y bubblewrap chromium chromium-driver"

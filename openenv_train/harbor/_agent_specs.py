@@ -53,7 +53,7 @@ class AgentLaunch:
         return " ".join(prompt if word == prompt else shlex.quote(word) for word in self.argv)
 
 
-Dialect = Literal["anthropic_messages", "openai_responses", "google_generate", "openai_chat"]
+Dialect = Literal["anthropic_messages", "openai_responses", "google_generate_content", "openai_chat"]
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ AGENT_SPECS: Mapping[str, AgentSpec] = {spec.name: spec for spec in (
                         "task's environment is the sandbox"),
     AgentSpec("opencode", "npm", "opencode-ai", "1.18.33", "node_modules/.bin/opencode", "openai_chat", "MIT",
               "served", _opencode, root_note="none"),
-    AgentSpec("gemini-cli", "npm", "@google/gemini-cli", "0.61.0", "node_modules/.bin/gemini", "google_generate",
+    AgentSpec("gemini-cli", "npm", "@google/gemini-cli", "0.61.0", "node_modules/.bin/gemini", "google_generate_content",
               "Apache-2.0", "gemini-2.5-pro", _gemini, root_note="none"),
 )}
 """The installed agents by name, each pinned."""
