@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from openenv_train.recipes import grpo_harness
 from openenv_train.trace import EnvInfo, TraceRow, TrainingTrace, TrainingTurn, read_traces
@@ -21,6 +22,8 @@ pytest.importorskip("trl", reason="trl is not installed")
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "grpo_harness_smoke.yaml"
 EXAMPLES = ROOT / "openenv_train" / "harbor" / "examples"
+MINI_SUBMIT = ('<tool_call>\n{"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}'
+               "\n</tool_call>")
 
 
 def _recording_trainer(seen: list[dict[str, Any]]) -> Any:
@@ -66,7 +69,11 @@ def test_smoke_run_writes_every_output_and_trains_the_captured_calls(tmp_path: P
         shutil.copytree(EXAMPLES / name, tasks / name)
     seen: list[dict[str, Any]] = []
     monkeypatch.setattr(ours, "grpo_trainer_class", _recording_trainer(seen))
-    code = grpo_harness.main(["--config", str(CONFIG), f"harness={harness}", f"tasks={tasks}", f"output.dir={tmp_path}"])
+    overrides = [f"harness={harness}", f"tasks={tasks}", f"output.dir={tmp_path}"]
+    if harness == "mini-swe-agent":  # it ends with its submit command, not a plain reply
+        choices = yaml.safe_load(CONFIG.read_text())["attempt"]["choices"][:2] + [MINI_SUBMIT]
+        overrides.append(f"attempt.choices={json.dumps(choices)}")
+    code = grpo_harness.main(["--config", str(CONFIG), *overrides])
     assert code == 0
     out = tmp_path / f"grpo-harness-{harness}"
     for name in ("summary.json", "summary.md", "metrics.jsonl", "training.png", "config.yaml", "checkpoints/final",
