@@ -56,10 +56,8 @@ def run(
                                                     "Attempts already in RUN are skipped.")] = None,
 ) -> None:
     """Run each task's attempt(s): workspace, agent, tests/test.sh; one trace row per attempt, then a table."""
-    from ..harbor import HarborRunConfig
+    from ..harbor import AGENT_SPECS, HarborError, HarborRunConfig, InstalledAgent
     from ..trace import TraceWriter
-
-    from ..harbor import AGENT_SPECS, HarborError, InstalledAgent
 
     builtin = ("oracle", "nop", "model", "command")
     if agent not in builtin and agent not in AGENT_SPECS:
@@ -72,14 +70,11 @@ def run(
         raise fail("--agent-command is required with --agent command (and only then)", code=2)
     if env not in ("sandbox", "docker", "auto"):
         raise fail(f"--env must be sandbox, docker or auto, got {env!r}", code=2)
-    if agent in AGENT_SPECS or agent == "command":
-        if env != "sandbox":
-            raise fail(f"--agent {agent} runs in the OS sandbox so far; use --env sandbox", code=2)
-        if agent in AGENT_SPECS:
-            try:
-                InstalledAgent(agent, "http://127.0.0.1").check()
-            except HarborError as exc:
-                raise fail(str(exc)) from None
+    if agent in AGENT_SPECS:
+        try:
+            InstalledAgent(agent, "http://127.0.0.1").check()
+        except HarborError as exc:
+            raise fail(str(exc)) from None
     try:
         config = HarborRunConfig(backend=env, run_id=run_id or output.resolve().name, attempts=attempts,  # type: ignore[arg-type]
                                  concurrency=concurrency, agent_timeout_s=agent_timeout,

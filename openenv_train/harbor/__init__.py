@@ -8,7 +8,7 @@ The trace names (``TraceWriter``, ``CaptureStore``, ``TraceRow``, ``read_traces`
 
 from ..core import lazy_attributes, moved_names
 from ._agent_install import AGENTS_DIR_ENV, agent_binary, agent_spec, agents_dir, install_agent, installed_dir
-from ._agent_specs import AGENT_SPECS, AgentCall, AgentLaunch, AgentSpec
+from ._agent_specs import AGENT_SPECS, AgentCall, AgentLaunch, AgentSpec, shell_script_reply
 from ._agents import BASH_TOOL, AgentContext, HarborAgent, ModelAgent, NopAgent, OracleAgent
 from ._cli_agents import SANDBOX_PROXY_PORT, CommandAgent, InstalledAgent
 from ._runner import HarborRunConfig, parse_rewards, run_task, run_tasks
@@ -92,4 +92,5 @@ __all__ = [
     "parse_task_config",
     "run_task",
     "run_tasks",
+    "shell_script_reply",
 ]

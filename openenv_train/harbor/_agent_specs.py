@@ -11,9 +11,9 @@ import json
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["AGENT_SPECS", "PROMPT_VAR", "AgentCall", "AgentLaunch", "AgentSpec"]
+__all__ = ["AGENT_SPECS", "PROMPT_VAR", "AgentCall", "AgentLaunch", "AgentSpec", "shell_script_reply"]
 
 PROMPT_VAR = "OPENENV_AGENT_PROMPT"
 """The variable that holds the task's instruction in the agent's run; commands read it as ``"$OPENENV_AGENT_PROMPT"``."""
@@ -72,6 +72,9 @@ class AgentSpec:
         launch: ``launch(call, binary) -> AgentLaunch``: the run's variables, config files and command line.
         needs_node: whether it runs on Node.js (``node`` must be on the host's PATH).
         root_note: what it needs to run as root (CI's user), for the docs.
+        shell_tool: its own shell tool: ``(tool name, the argument that holds the command)``.
+        finish_command: a shell command whose call ends its run (mini-swe-agent's submit); None: an answer with no
+            tool call ends it.
     """
 
     name: str
@@ -85,6 +88,8 @@ class AgentSpec:
     launch: Callable[[AgentCall, str], AgentLaunch] = field(repr=False)
     needs_node: bool = True
     root_note: str = ""
+    shell_tool: tuple[str, str] = ("bash", "command")
+    finish_command: str | None = None
 
     @property
     def pinned(self) -> str:
@@ -156,18 +161,45 @@ def _mini(call: AgentCall, binary: str) -> AgentLaunch:
 
 AGENT_SPECS: Mapping[str, AgentSpec] = {spec.name: spec for spec in (
     AgentSpec("mini-swe-agent", "pip", "mini-swe-agent", "2.4.6", "venv/bin/mini", "openai_chat", "MIT",
-              "served", _mini, needs_node=False,
-              root_note="none: it runs its bash blocks as the sandbox's unprivileged user"),
+              "served", _mini, needs_node=False, finish_command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+              root_note="none"),
     AgentSpec("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.332", "node_modules/.bin/claude",
               "anthropic_messages", "proprietary (Anthropic Commercial Terms)", "claude-sonnet-4-5",
-              _claude, root_note="IS_SANDBOX=1, or as root it refuses --dangerously-skip-permissions"),
+              _claude, root_note="IS_SANDBOX=1, or as root it refuses --dangerously-skip-permissions",
+              shell_tool=("Bash", "command")),
     AgentSpec("codex", "npm", "@openai/codex", "0.171.0", "node_modules/.bin/codex", "openai_responses",
               "Apache-2.0", "served", _codex,
               root_note="none; its own sandbox is turned off (--dangerously-bypass-approvals-and-sandbox): the "
-                        "task's environment is the sandbox"),
+                        "task's environment is the sandbox", shell_tool=("exec_command", "cmd")),
     AgentSpec("opencode", "npm", "opencode-ai", "1.18.33", "node_modules/.bin/opencode", "openai_chat", "MIT",
               "served", _opencode, root_note="none"),
     AgentSpec("gemini-cli", "npm", "@google/gemini-cli", "0.61.0", "node_modules/.bin/gemini", "google_generate_content",
-              "Apache-2.0", "gemini-2.5-pro", _gemini, root_note="none"),
+              "Apache-2.0", "gemini-2.5-pro", _gemini, root_note="none", shell_tool=("run_shell_command", "command")),
 )}
 """The installed agents by name, each pinned."""
+
+
+def shell_script_reply(agent: str, command: str) -> Callable[[list[dict[str, Any]]], str]:
+    r"""A scripted policy for :class:`~openenv_train.policy.ScriptedBackend` that drives ``agent``'s own shell tool:
+    it calls the tool with ``command`` until a tool result is in the conversation, then ends the agent's way (an
+    answer, or mini-swe-agent's submit command). Side calls (titles, summaries) offer no tools and read the call
+    as text.
+
+    >>> reply = shell_script_reply("codex", "ls")
+    >>> reply([{"role": "user", "content": "list"}])
+    '<tool_call>\n{"name": "exec_command", "arguments": {"cmd": "ls"}}\n</tool_call>'
+    >>> reply([{"role": "user", "content": "list"}, {"role": "tool", "content": "a.txt"}])
+    'Done.'
+    """
+    spec = AGENT_SPECS[agent]
+    name, argument = spec.shell_tool
+
+    def call(line: str) -> str:
+        return f"<tool_call>\n{json.dumps({'name': name, 'arguments': {argument: line}})}\n</tool_call>"
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if any(message.get("role") == "tool" for message in messages):
+            return "Done." if spec.finish_command is None else call(spec.finish_command)
+        return call(command)
+
+    return reply

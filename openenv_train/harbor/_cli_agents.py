@@ -5,7 +5,9 @@ OpenCode, Gemini CLI, mini-swe-agent, pinned and installed by ``openenv-train ag
 How a call gets out: the OS sandbox has no network. The host opens a Unix socket in a fresh folder that forwards
 to the policy endpoint (:class:`._proxy_bridge.ProxyBridge`); that folder is bound into the sandbox, where a
 small forwarder (:mod:`._forwarder`) listens on the sandbox's own loopback, ``127.0.0.1:18080``, and the CLI's
-base URL points there. Nothing else is reachable. The CLI's key is the attempt's capture session id, so the
+base URL points there. Nothing else is reachable. In a Docker container (``--network none``) the same forwarder
+runs on the host's Python, which the container mounts with the agent's installation, the host's ``node`` and the
+socket's folder (:attr:`InstalledAgent.host_paths`). The CLI's key is the attempt's capture session id, so the
 endpoint records every call, in whatever dialect, under the attempt's episode.
 
 The CLI runs once, non-interactively, with the task's instruction as its prompt, in the task's WORKDIR, with a
@@ -16,12 +18,15 @@ output's tail. A non-zero exit is an :class:`AgentExitError` (the tests still ru
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..sandbox import SandboxConfig, python_roots
 from ..trace import EnvStep
 from ._agent_install import agent_binary, agent_spec, installed_dir
 from ._agent_specs import PROMPT_VAR, AgentCall, AgentLaunch
@@ -38,10 +43,20 @@ _FORWARDER = str(Path(__file__).with_name("_forwarder.py"))
 _TAIL = 4000
 
 
+def program_paths(*paths: str) -> list[str]:
+    """What a container must mount to run an agent CLI: ``paths`` (its installation), this Python (the forwarder
+    runs on it, and mini-swe-agent's venv is built on it) with this package, and the host's ``node``."""
+    node = shutil.which("node")
+    return [*paths, *python_roots(SandboxConfig()), *([os.path.realpath(node)] if node else [])]
+
+
 def _script(launch: AgentLaunch, socket_path: str, log: str) -> tuple[str, dict[str, str]]:
     """The bash script of one run and the variables it reads (config files travel as variables)."""
     env = {**launch.env, "HOME": _HOME}
-    lines = ["set -u", f"mkdir -p {_HOME} {shlex.quote(str(Path(log).parent))}"]
+    node = os.path.realpath(shutil.which("node") or "/usr/bin/node")
+    lines = ["set -u", f"mkdir -p {_HOME} {shlex.quote(str(Path(log).parent))}",
+             # in a container the host's node is mounted at its host path, which may not be on the image's PATH
+             f'export PATH="$PATH:{shlex.quote(os.path.dirname(node))}"']
     for i, (name, text) in enumerate(sorted(launch.files.items())):
         target = shlex.quote(f"{_HOME}/{name}")
         env[f"OPENENV_AGENT_FILE_{i}"] = text
@@ -52,7 +67,8 @@ def _script(launch: AgentLaunch, socket_path: str, log: str) -> tuple[str, dict[
         f"{ready} & forwarder=$!",
         f"for _ in $(seq 1 1000); do [ -e {ready} ] && break; kill -0 $forwarder 2>/dev/null || break; sleep 0.01; done",
         f"[ -e {ready} ] || {{ echo 'openenv-train: the proxy forwarder did not start' >&2; exit 98; }}",
-        f"{launch.shell()} > {shlex.quote(log)} 2>&1 < /dev/null",
+        # braces: a command line's own redirections and lists keep their meaning
+        f"{{ {launch.shell()}\n}} > {shlex.quote(log)} 2>&1 < /dev/null",
         "status=$?",
         "kill $forwarder 2>/dev/null",
         f"tail -c {_TAIL} {shlex.quote(log)}",
@@ -73,7 +89,7 @@ async def run_cli(ctx: AgentContext, name: str, launch: AgentLaunch, *, base_url
     if remaining <= 0:
         raise ctx.timeout_error()
     log = ctx.env.path(f"/logs/agent/{name}.txt")
-    async with ProxyBridge(base_url) as bridge:
+    async with ProxyBridge(base_url, parent=getattr(ctx.env, "socket_parent", None)) as bridge:
         script, env = _script(launch, bridge.socket_path, log)
         env[PROMPT_VAR] = prompt
         result = await ctx.env.exec_program(script, timeout_s=remaining, env=env, ro_paths=ro_paths,
@@ -98,7 +114,8 @@ class InstalledAgent:
     :func:`run_tasks` like any agent.
 
     The CLI must be in the agent cache (``openenv-train agents install NAME``); :meth:`check` says so up front.
-    Runs need the OS sandbox backend (``HarborRunConfig(backend="sandbox")``).
+    It runs in the OS sandbox or in a Docker container (which mounts :attr:`host_paths` read-only and a socket
+    folder; the image needs bash and glibc, as Debian's have).
 
     Args:
         agent: the agent's name (a key of ``AGENT_SPECS``).
@@ -106,6 +123,8 @@ class InstalledAgent:
         model: the model name the CLI sends (default: the spec's ``default_model``; the endpoint serves its one
             model whatever the name).
         agents_dir: the agent cache (default :func:`agents_dir`).
+        args: more arguments for the CLI, after the spec's (e.g. ``["--max-turns", "8"]`` for Claude Code).
+        env: more variables for the CLI, over the spec's.
 
     Raises:
         KeyError: no such agent.
@@ -115,6 +134,8 @@ class InstalledAgent:
     base_url: str
     model: str | None = None
     agents_dir: Path | None = None
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +143,11 @@ class InstalledAgent:
         self.name = self.spec.name
         if self.model is None:
             self.model = self.spec.default_model
+
+    @property
+    def host_paths(self) -> list[str]:
+        """The host paths a container mounts for this agent (its installation, the host's Python and node)."""
+        return program_paths(str(installed_dir(self.spec, self.agents_dir)))
 
     def check(self) -> Path:
         """The installed CLI's path.
@@ -138,7 +164,9 @@ class InstalledAgent:
         call = AgentCall(origin=f"http://127.0.0.1:{SANDBOX_PROXY_PORT}", api_key=ctx.session_id,
                          model=str(self.model), home=_HOME)
         ctx.model_id = self.model
-        await run_cli(ctx, self.name, self.spec.launch(call, str(binary)), base_url=self.base_url,
+        launch = self.spec.launch(call, str(binary))
+        launch = AgentLaunch({**launch.env, **self.env}, launch.files, [*launch.argv, *self.args])
+        await run_cli(ctx, self.name, launch, base_url=self.base_url,
                       prompt=ctx.task.instruction, ro_paths=[str(installed_dir(self.spec, self.agents_dir))])
 
 
@@ -160,6 +188,11 @@ class CommandAgent:
     env: Mapping[str, str] = field(default_factory=dict)
     ro_paths: Sequence[str] = ()
     name: str = "command"
+
+    @property
+    def host_paths(self) -> list[str]:
+        """The host paths a container mounts for this command (``ro_paths``, the host's Python and node)."""
+        return program_paths(*self.ro_paths)
 
     async def run(self, ctx: AgentContext) -> None:
         """Run the command once on the task."""

@@ -18,18 +18,19 @@ __all__ = ["ProxyBridge"]
 class ProxyBridge:
     """``async with ProxyBridge(url) as bridge``: ``bridge.socket_path`` forwards to ``url``'s host and port.
 
-    The folder (``bridge.folder``) is made in /tmp and opened to all users, and the socket too: the sandbox runs
-    as an unprivileged user. Both go when the block ends.
+    The folder (``bridge.folder``) is made in ``parent`` (default /tmp) and opened to all users, and the socket
+    too: the sandbox runs as an unprivileged user. Both go when the block ends.
 
     Raises:
         ValueError: ``url`` is not an http:// URL with a host.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, parent: str | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"the policy endpoint must be an http:// URL for an agent in the sandbox, got {url!r}")
         self.host, self.port = parts.hostname, parts.port or 80
+        self.parent = parent or "/tmp"
         self.folder = ""
         self.socket_path = ""
         self._server: asyncio.AbstractServer | None = None
@@ -51,7 +52,7 @@ class ProxyBridge:
                 self._tasks.discard(task)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> ProxyBridge:
-        self.folder = tempfile.mkdtemp(prefix="openenv-agent-", dir="/tmp")
+        self.folder = tempfile.mkdtemp(prefix="openenv-agent-", dir=self.parent)
         os.chmod(self.folder, 0o755)
         self.socket_path = os.path.join(self.folder, "proxy.sock")
         self._server = await asyncio.start_unix_server(self._handle, self.socket_path)

@@ -15,7 +15,7 @@ import os
 import shlex
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -123,14 +123,15 @@ def _txt_reward(text: bytes) -> float:
     return value
 
 
-def _make_env(task: HarborTask, backend: Backend, docker_base_image: str | None = None) -> TaskEnvironment:
+def _make_env(task: HarborTask, backend: Backend, docker_base_image: str | None = None,
+              program_paths: Sequence[str] = ()) -> TaskEnvironment:
     if backend == "auto":
         backend = "docker" if docker_available() is None else "sandbox"
     if backend == "docker":
         reason = docker_available()
         if reason is not None:
             raise EnvironmentSetupError(f"the docker backend is not usable here: {reason}; use --env sandbox")
-        return DockerTaskEnv(task, base_image=docker_base_image)
+        return DockerTaskEnv(task, base_image=docker_base_image, program_paths=program_paths)
     return SandboxTaskEnv(task)
 
 
@@ -199,7 +200,8 @@ async def run_task(task_dir: str | os.PathLike[str], agent: HarborAgent, *, conf
     ctx: AgentContext | None = None
     try:
         task = load_task(path)
-        env = _make_env(task, config.backend, config.docker_base_image)
+        # an agent that runs a program of the host's (an agent CLI) names the paths a container must mount
+        env = _make_env(task, config.backend, config.docker_base_image, getattr(agent, "host_paths", ()))
         phase = time.monotonic()
         await env.start()
         timings["env_setup"] = time.monotonic() - phase

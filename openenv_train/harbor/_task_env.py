@@ -74,6 +74,9 @@ class TaskEnvironment(Protocol):
 
     backend: str
     workdir: str
+    socket_parent: str | None
+    """Where a socket folder for :meth:`exec_program` must be made (Docker: a folder mounted when the container
+    started); None: anywhere (the sandbox binds it per run)."""
 
     async def start(self) -> None:
         """Build the workspace (Dockerfile steps); raises EnvironmentSetupError."""
@@ -191,6 +194,7 @@ class SandboxTaskEnv:
     """
 
     backend = "sandbox"
+    socket_parent: str | None = None
 
     def __init__(self, task: HarborTask, *, python: str | None = None) -> None:
         self.task = task
@@ -364,12 +368,20 @@ class DockerTaskEnv:
 
     ``/logs`` is a bind mount of a host temp folder; /tests and /solution are copied in with ``docker cp``.
     The image is kept (tagged ``openenv-harbor-<task>:<checksum>``) so that later attempts start fast.
+
+    Args:
+        program_paths: host paths mounted read-only at the same place when the container starts: what
+            :meth:`exec_program` runs (an agent's installation, the host's Python for the proxy forwarder). A host
+            folder for sockets (``socket_parent``) is mounted read-write the same way.
     """
 
     backend = "docker"
 
-    def __init__(self, task: HarborTask, *, docker: str = "docker", base_image: str | None = None) -> None:
+    def __init__(self, task: HarborTask, *, docker: str = "docker", base_image: str | None = None,
+                 program_paths: Sequence[str] = ()) -> None:
         self.task, self.docker = task, docker
+        self.program_paths = tuple(os.path.realpath(path) for path in program_paths if os.path.exists(path))
+        self.socket_parent: str | None = None
         self.base_image = base_image if task.config.environment.docker_image is None else None
         self.workdir = "/"
         # the base is part of the tag: the same task built on another base is another image
@@ -424,7 +436,12 @@ class DockerTaskEnv:
             os.chmod(self._logs / sub, 0o777)
         name = f"openenv-harbor-{uuid.uuid4().hex[:12]}"
         env = resolve_env(settings.env, where="[environment] env")
-        args = ["run", "-d", "--name", name, "--init", "-v", f"{self._logs}:/logs",
+        mounts = [arg for path in self.program_paths for arg in ("-v", f"{path}:{path}:ro")]
+        if self.program_paths:
+            self.socket_parent = tempfile.mkdtemp(prefix="openenv-harbor-sockets-", dir="/tmp")
+            os.chmod(self.socket_parent, 0o755)
+            mounts += ["-v", f"{self.socket_parent}:{self.socket_parent}"]
+        args = ["run", "-d", "--name", name, "--init", "-v", f"{self._logs}:/logs", *mounts,
                 f"--memory={settings.memory_mb}m", f"--cpus={await self._cpus(settings.cpus)}",
                 *(["--network", "none"] if not settings.allow_internet else []),
                 *(arg for k, v in env.items() for arg in ("-e", f"{k}={v}")),
@@ -444,13 +461,22 @@ class DockerTaskEnv:
 
     async def exec_program(self, command: str, *, timeout_s: float, env: Mapping[str, str] | None = None,
                            ro_paths: Sequence[str] = (), socket_dir: str | None = None) -> ExecResult:
-        """Not yet: a container's mounts are fixed when it starts (installed agents run in the OS sandbox).
+        """:meth:`exec`, for a program whose paths were mounted when the container started (``program_paths``);
+        ``socket_dir`` must be a folder in ``socket_parent``.
 
         Raises:
-            UnsupportedTaskFeature: always, naming ``--env sandbox``.
+            EnvironmentSetupError: a path was not mounted at the start.
         """
-        raise UnsupportedTaskFeature(f"task {self.task.name}: installed agents (claude-code, codex, ...) run in "
-                                     "the OS sandbox so far, not in Docker; use --env sandbox")
+        missing = [path for path in ro_paths if not any(
+            os.path.realpath(path) == root or os.path.realpath(path).startswith(root + "/") for root in self.program_paths)]
+        outside = socket_dir is not None and (self.socket_parent is None
+                                              or os.path.dirname(socket_dir) != self.socket_parent)
+        if missing or outside:
+            raise EnvironmentSetupError(
+                f"task {self.task.name}: {', '.join(missing) or socket_dir} was not mounted when the container "
+                "started; give the agent's paths to DockerTaskEnv(program_paths=...) (run_task takes them from the "
+                "agent's host_paths)")
+        return await self.exec(command, timeout_s=timeout_s, env=env)
 
     async def upload_dir(self, source: Path, harbor_dir: str) -> None:
         """``docker cp`` a folder's contents to ``harbor_dir``."""
@@ -494,8 +520,10 @@ class DockerTaskEnv:
                 *argv]
 
     async def close(self) -> None:
-        """Remove the container (the image stays) and the host logs folder."""
+        """Remove the container (the image stays) and the host logs and sockets folders."""
         if self.container is not None:
             await _docker_cli(self.docker, "rm", "-f", self.container, timeout_s=60)
             self.container = None
         shutil.rmtree(self._logs, ignore_errors=True)
+        if self.socket_parent is not None:
+            shutil.rmtree(self.socket_parent, ignore_errors=True)

@@ -83,12 +83,13 @@ class Sandbox:
         return os.path.join(self._dir, "scratch.tar")
 
     def run(self, command: Sequence[str] | str, *, stdin: bytes | str | None = None,
-            files: Mapping[str, bytes | str] | None = None, timeout_s: float | None = None) -> SandboxResult:
+            files: Mapping[str, bytes | str] | None = None, timeout_s: float | None = None,
+            config: SandboxConfig | None = None) -> SandboxResult:
         """Run ``command`` and wait for it; the blocking twin of :meth:`arun` (not for use inside a running loop)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(command, stdin=stdin, files=files, timeout_s=timeout_s))
+            return asyncio.run(self.arun(command, stdin=stdin, files=files, timeout_s=timeout_s, config=config))
         raise SandboxStateError("Sandbox.run() blocks, and an event loop is running here; use 'await sandbox.arun(...)'")
 
     def run_python(self, code: str, **options: Any) -> SandboxResult:

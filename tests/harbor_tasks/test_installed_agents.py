@@ -5,12 +5,12 @@ the sandbox reaches the proxy and nothing else; a missing agent is a clear error
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from openenv_train.cli import main
 from openenv_train.harbor import (
     AGENT_SPECS,
     SANDBOX_PROXY_PORT,
@@ -18,39 +18,16 @@ from openenv_train.harbor import (
     CommandAgent,
     InstalledAgent,
     run_task,
+    shell_script_reply,
 )
 from openenv_train.policy import PolicyServer, ScriptedBackend
-from openenv_train.trace import CaptureStore
+from openenv_train.trace import CaptureStore, read_traces
 from tests import _system_parts
 from tests.harbor_tasks._support import EXAMPLES
 from tests.sandbox.conftest import require_sandbox
 
 HELLO = EXAMPLES / "hello-world"
 WRITE = "echo 'Hello, world!' > hello.txt"
-
-#: Each agent's own shell tool, called with the command that solves hello-world.
-TOOL_CALLS: dict[str, dict[str, Any]] = {
-    "claude-code": {"name": "Bash", "arguments": {"command": WRITE, "description": "Write hello.txt"}},
-    "codex": {"name": "exec_command", "arguments": {"cmd": WRITE}},
-    "opencode": {"name": "bash", "arguments": {"command": WRITE, "description": "Write hello.txt"}},
-    "gemini-cli": {"name": "run_shell_command", "arguments": {"command": WRITE}},
-    "mini-swe-agent": {"name": "bash", "arguments": {"command": WRITE}},
-}
-#: How each agent ends: a plain answer, or mini-swe-agent's submit command.
-ENDINGS: dict[str, str] = {
-    "mini-swe-agent": '<tool_call>\n{"name": "bash", "arguments": {"command": '
-                      '"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}\n</tool_call>',
-}
-
-
-def script(agent: str) -> Callable[[list[dict[str, Any]]], str]:
-    """The shell call that writes hello.txt until a tool result came back, then the agent's ending."""
-    def reply(messages: list[dict[str, Any]]) -> str:
-        if any(m["role"] == "tool" for m in messages):
-            return ENDINGS.get(agent, "Done: hello.txt is written.")
-        return f"<tool_call>\n{json.dumps(TOOL_CALLS[agent])}\n</tool_call>"
-    return reply
-
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -72,7 +49,7 @@ def require_agents() -> None:
 async def test_agent_cli_completes_hello_world_through_the_proxy(agent: str, tokenizer: Any) -> None:
     require_agents()
     store = CaptureStore()
-    async with PolicyServer(ScriptedBackend(script(agent), tokenizer), capture=store) as server:
+    async with PolicyServer(ScriptedBackend(shell_script_reply(agent, WRITE), tokenizer), capture=store) as server:
         row = await run_task(HELLO, InstalledAgent(agent, server.url), capture=store)
     assert row.ok and row.reward == 1.0, (row.error, [s.observation for s in row.steps])
     agent_step = row.steps[0]
@@ -129,3 +106,42 @@ async def test_a_missing_agent_names_the_install_command(tmp_path: Path) -> None
     row = await run_task(HELLO, agent)
     assert not row.ok and row.error is not None and row.error.type == "AgentNotInstalled"
     assert "openenv-train agents install codex" in row.error.message
+
+
+def test_cli_names_the_install_command_and_checks_its_options(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_TRAIN_AGENTS_DIR", str(tmp_path / "empty"))
+    run = ["harbor", "run", str(HELLO), "-o", str(tmp_path / "run")]
+    assert main([*run, "--agent", "codex", "--model", "http://127.0.0.1:9"]) == 1
+    assert "openenv-train agents install codex" in capsys.readouterr().err
+    assert main([*run, "--agent", "codex"]) == 2  # no --model: the model the proxy serves
+    assert main([*run, "--agent", "command", "--model", "x"]) == 2  # no --agent-command
+    assert main(["agents", "install", "no-such-agent"]) == 2
+    assert "the agents are: mini-swe-agent, claude-code" in capsys.readouterr().err
+
+
+def test_cli_runs_an_agent_cli_against_an_upstream_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``harbor run --agent claude-code --model URL``: the proxy in front of an upstream server, end to end."""
+    require_agents()
+    upstream = ScriptedBackend(shell_script_reply("claude-code", WRITE), model_id="upstream-model")
+    with PolicyServer(upstream) as server:
+        code = main(["harbor", "run", str(HELLO), "--agent", "claude-code", "--model", server.url,
+                     "-o", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (row,) = read_traces(tmp_path / "run")
+    assert row.reward == 1.0 and row.task["agent"] == "claude-code" and len(row.trace.turns) >= 2
+    assert {t.metadata.get("dialect") for t in row.trace.turns} == {"anthropic_messages"}
+
+
+def test_cli_runs_a_command_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--agent command --agent-command ...``: any CLI line, its placeholders filled in."""
+    require_sandbox()
+    with PolicyServer(ScriptedBackend(lambda m: "hi", model_id="upstream-model")) as server:
+        code = main(["harbor", "run", str(HELLO), "--agent", "command", "--model", server.url, "--model-name", "m1",
+                     "--agent-command", "echo {model} {base_url} && printf 'Hello, world!\\n' > hello.txt",
+                     "-o", str(tmp_path / "run")])
+    assert code == 0, capsys.readouterr().out
+    (row,) = read_traces(tmp_path / "run")
+    assert row.reward == 1.0 and row.task["agent"] == "command"
+    assert row.steps[0].observation["stdout"].startswith(f"m1 http://127.0.0.1:{SANDBOX_PROXY_PORT}")

@@ -119,3 +119,16 @@ async def test_jobs_coming_back_from_a_larger_batch_wait_for_each_other() -> Non
         await batcher.aclose()
     assert {info.batch_rows for _, info in first} == {4}
     assert {info.batch_rows for _, info in again} == {4}  # one batch, not the first alone and then the rest
+
+
+def test_what_agent_clis_send_is_read_not_refused() -> None:
+    """Claude Code sends system messages mid-conversation; Codex offers hosted tools the model cannot call."""
+    from openenv_train.policy._wire import anthropic_messages, openai_responses
+
+    body = anthropic_messages.chat_body({"max_tokens": 8, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "text", "text": "Be brief."}]}]})
+    assert body["messages"] == [{"role": "user", "content": "hi"}, {"role": "system", "content": "Be brief."}]
+    chat, _ = openai_responses.chat_body({"input": "hi", "tools": [
+        {"type": "web_search"}, {"type": "custom", "name": "apply_patch"},
+        {"type": "function", "name": "add", "parameters": {"type": "object"}}]})
+    assert [tool["function"]["name"] for tool in chat["tools"]] == ["add"]

@@ -224,3 +224,20 @@ def test_explicit_env_is_passed(config: SandboxConfig) -> None:
     require_sandbox()
     with Sandbox(dataclasses.replace(config, env={"TASK_ID": "t-1"})) as box:
         assert box.run("echo $TASK_ID").stdout == "t-1\n"
+
+
+def test_a_run_may_bring_its_own_mounts_and_limits(box: Sandbox) -> None:
+    """``arun(config=...)``: a read-write host folder for this run alone (a socket's), a lifted memory cap."""
+    shared = tempfile.mkdtemp(prefix="openenv-rw-", dir="/tmp")
+    try:
+        os.chmod(shared, 0o777)  # the sandbox's unprivileged user writes there
+        own = dataclasses.replace(box.config, rw_paths=(shared,), limits=dataclasses.replace(box.config.limits,
+                                                                                             memory_bytes=None))
+        result = box.run(f"echo hi > {shared}/out.txt && ulimit -v", config=own)
+        assert result.exit_code == 0 and result.stdout.strip() == "unlimited", result.stderr
+        assert Path(shared, "out.txt").read_text() == "hi\n"
+        assert box.run(f"test -e {shared}/out.txt").exit_code != 0  # the next run has the sandbox's own mounts
+        with pytest.raises(ValueError, match="workdir"):
+            box.run("true", config=dataclasses.replace(own, workdir="/elsewhere"))
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
