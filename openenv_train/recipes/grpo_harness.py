@@ -64,6 +64,10 @@ class AttemptSection:
     side_calls: str = "masked"
     """Calls off the main line of an attempt's call graph (titles, summaries, subagent branches): ``masked``
     (kept in the traces, not trained) or ``trained`` (each its own row with the attempt's advantage)."""
+    agent_args: list[str] = field(default_factory=list)
+    """More command-line arguments of an installed agent CLI (e.g. ``[--max-turns, "8"]`` for Claude Code)."""
+    agent_env: dict[str, str] = field(default_factory=dict)
+    """More environment variables of an installed agent CLI."""
     choices: list[str] = field(default_factory=list)
     """Replies the served model is restricted to (the endpoint's ``guided_choice``): a scripted policy whose
     replies the model samples and the trainer scores, e.g. tool calls in the model's format and an end; empty:
@@ -116,7 +120,7 @@ class GrpoHarnessConfig:
     harness: str = "model"
     """The agent harness that works on the tasks: ``model`` (our chat loop with a bash tool), or an installed agent
     CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``mini-swe-agent``: ``openenv-train agents install
-    NAME``; they need ``attempt.backend=sandbox``)."""
+    NAME``)."""
     tasks: str = str(EXAMPLES)
     """A Harbor task folder, or a folder of them (default: the built-in examples)."""
     attempt: AttemptSection = field(default_factory=AttemptSection)
@@ -137,8 +141,6 @@ class GrpoHarnessConfig:
         names = [*OWN_HARNESSES, *AGENT_SPECS]
         if self.harness not in names:
             raise ValueError(f"harness must be one of {', '.join(names)}, got {self.harness!r}")
-        if self.harness in AGENT_SPECS and self.attempt.backend != "sandbox":
-            raise ValueError(f"harness={self.harness} runs in the OS sandbox: set attempt.backend=sandbox")
         if self.grpo.credit != "episode":
             raise ValueError(f"grpo.credit={self.grpo.credit!r}: the verifier scores whole attempts; use "
                              "grpo.credit=episode")
@@ -170,7 +172,7 @@ def make_agent(cfg: GrpoHarnessConfig, base_url: str) -> Any:
     if cfg.harness == "model":
         return ModelAgent(base_url=base_url, max_turns=cfg.attempt.max_turns, temperature=cfg.grpo.temperature,
                           max_tokens=cfg.grpo.per_turn_tokens)
-    agent = InstalledAgent(cfg.harness, base_url)
+    agent = InstalledAgent(cfg.harness, base_url, args=list(cfg.attempt.agent_args), env=dict(cfg.attempt.agent_env))
     agent.check()
     return agent
 
