@@ -121,8 +121,8 @@ class GrpoHarnessConfig:
     """The agent harness that works on the tasks: ``model`` (our chat loop with a bash tool), or an installed agent
     CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``mini-swe-agent``: ``openenv-train agents install
     NAME``)."""
-    tasks: str = str(EXAMPLES)
-    """A Harbor task folder, or a folder of them (default: the built-in examples)."""
+    tasks: str | None = None
+    """A Harbor task folder, or a folder of them; null: the built-in examples (``openenv_train/harbor/examples``)."""
     attempt: AttemptSection = field(default_factory=AttemptSection)
     model: ModelSection = field(default_factory=lambda: ModelSection(max_context=4096, init_range=0.1))
     """The policy; a harness's prompts are long (its instructions and tools), hence the tiny model's context."""
@@ -146,8 +146,8 @@ class GrpoHarnessConfig:
                              "grpo.credit=episode")
 
 
-def find_task_folders(tasks: str) -> dict[str, Path]:
-    """Task name -> folder, for every Harbor task under ``tasks``.
+def find_task_folders(tasks: str | None) -> dict[str, Path]:
+    """Task name -> folder, for every Harbor task under ``tasks`` (None: the built-in examples).
 
     Raises:
         ValueError: no task there (the message names the path).
@@ -155,7 +155,7 @@ def find_task_folders(tasks: str) -> dict[str, Path]:
     from ..harbor import find_tasks
 
     try:
-        found = find_tasks([tasks])
+        found = find_tasks([tasks or EXAMPLES])
     except FileNotFoundError as exc:
         raise ValueError(f"tasks={tasks}: {exc}") from None
     return {path.name: path for path in found}
@@ -271,7 +271,7 @@ def _summary(rec: RecipeRun, cfg: GrpoHarnessConfig, names: list[str], started: 
                                                      if after else {})}
              for i, name in enumerate(names)] if before else []
     extra: dict[str, Any] = {"title": f"GRPO on the {cfg.harness} harness's attempts", "run": str(out),
-                             "tasks_path": cfg.tasks, "attempts_per_task": cfg.eval.attempts,
+                             "tasks_path": cfg.tasks or str(EXAMPLES), "attempts_per_task": cfg.eval.attempts,
                              "success": f"reward >= {cfg.eval.success_threshold:g}",
                              "side_calls": cfg.attempt.side_calls, "overlap": cfg.grpo.overlap,
                              "budgets": rec.state.data.get("budgets", {}),
