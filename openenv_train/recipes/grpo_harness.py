@@ -124,8 +124,9 @@ class GrpoHarnessConfig:
     tasks: str | None = None
     """A Harbor task folder, or a folder of them; null: the built-in examples (``openenv_train/harbor/examples``)."""
     attempt: AttemptSection = field(default_factory=AttemptSection)
-    model: ModelSection = field(default_factory=lambda: ModelSection(max_context=4096, init_range=0.1))
-    """The policy; a harness's prompts are long (its instructions and tools), hence the tiny model's context."""
+    model: ModelSection = field(default_factory=lambda: ModelSection(max_context=32768, init_range=0.1))
+    """The policy; a harness's prompts are long (its instructions and tools: Claude Code's ~21k characters are as
+    many of the tiny model's tokens), hence the tiny model's context."""
     grpo: GRPOSection = field(default_factory=_default_grpo)
     eval: EvalSection = field(default_factory=EvalSection)
     output: OutputSection = field(default_factory=OutputSection)
