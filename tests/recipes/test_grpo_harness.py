@@ -172,3 +172,25 @@ def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="side_calls must be masked or trained"):
         grpo_harness.AttemptSection(side_calls="kept")
     assert grpo_harness.main([f"tasks={tmp_path / 'none'}", f"output.dir={tmp_path}"]) == 1
+
+
+def test_attempts_carry_their_specs_ids_and_a_resumed_batch_reads_them_back(tmp_path: Path) -> None:
+    from openenv_train.harbor import HarborRunConfig, OracleAgent
+    from openenv_train.pool import EpisodeSpec
+    from openenv_train.recipes._harbor_attempts import HarborAttempts
+    from openenv_train.trace import CaptureStore, TraceWriter
+
+    require_sandbox()
+    specs = [EpisodeSpec(f"grpo-s0-g0-{k}", {"task": "hello-world"}, 0, "grpo-s0-g0") for k in range(2)]
+    config = HarborRunConfig(run_id="run")
+    with TraceWriter(tmp_path) as writer:
+        attempts = HarborAttempts({"hello-world": EXAMPLES / "hello-world"}, OracleAgent(), CaptureStore(), config,
+                                  writer, concurrency=2)
+        attempts.set_policy_version(3)
+        rows = attempts.run(specs)
+        assert [(r.episode_id, r.group_id, r.rewards["verifier"], r.policy.version) for r in rows] == [
+            ("grpo-s0-g0-0", "grpo-s0-g0", 1.0, 3), ("grpo-s0-g0-1", "grpo-s0-g0", 1.0, 3)]
+        again = attempts.run(specs)  # a resumed step: written attempts are read back, not run again
+        assert [r.trace_id for r in again] == [r.trace_id for r in rows] and writer.rows_written == 2
+        with pytest.raises(ValueError, match="no task folder for edit-config"):
+            attempts.run([EpisodeSpec("x", {"task": "edit-config"})])
