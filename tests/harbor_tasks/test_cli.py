@@ -56,7 +56,7 @@ def test_nop_run_with_attempts_and_a_broken_task(tmp_path: Path, capsys: pytest.
 @pytest.mark.parametrize(("args", "words"), [
     (["--agent", "model"], "--model is required"),
     (["--model", "x"], "--model is required with --agent model"),
-    (["--agent", "claude"], "--agent must be oracle, nop or model"),
+    (["--agent", "claude"], "--agent must be oracle, nop, model, command or an agent CLI (mini-swe-agent, claude-code"),
     (["--env", "vm"], "--env must be sandbox, docker or auto"),
     (["-k", "0"], "attempts and concurrency must be >= 1"),
 ])
