@@ -24,12 +24,11 @@ and duplicated (an episode stored twice), kills done, wall time.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import itertools
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,6 +39,7 @@ from typing import Any
 
 from openenv_train.core import FAULTS_ENV, arm_fault
 from openenv_train.envs.wordle.solver import WordleSolver
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.pool import EpisodeSpec, RolloutPool, make_groups
 from openenv_train.trace import TraceWriter, read_traces
 
@@ -127,51 +127,21 @@ def fault_mode(mode: str, kills: int, every: int, work: Path, num_actors: int) -
             "actor_failures": metrics["actor_failures"], "retries": metrics["retries"]}
 
 
-class Server:
-    """``openenv-train serve wordle`` on a fixed port, so it comes back at the same URL."""
-
-    def __init__(self, work: Path, name: str) -> None:
-        self.ready, self.port = work / f"{name}.ready", 0
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self, wait: bool = True) -> Server:
-        self.ready.unlink(missing_ok=True)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_train.cli", "serve", "wordle", "--port", str(self.port),
-             "--ready-file", str(self.ready), "--parent-pid", str(os.getpid())],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if wait:
-            while not self.ready.exists():
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"server exited with {self.process.returncode}")
-                time.sleep(0.05)
-            self.port = int(self.ready.read_text().rsplit(":", 1)[1])
-        return self
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(30)
-
-
 def fleet_mode(kills: int, every: int, work: Path, num_actors: int) -> dict[str, Any]:
     import ray
 
     from openenv_train.pool import start_private_ray
 
-    servers = [Server(work, name).start() for name in "abc"]
+    servers = [LocalProcessProvider("wordle", token="") for _ in range(3)]
+    urls = [asyncio.run(server.start()).base_url for server in servers]
     done, stop = [0], threading.Event()
 
     def after_row(n: int) -> None:
         if n % every == 0 and done[0] < kills:
             server = servers[done[0] % len(servers)]
             server.kill()
-            server.start(wait=False)  # back on the same port while the pool carries on
+            # back on the same port while the pool carries on
+            threading.Thread(target=asyncio.run, args=(server.restart(),), daemon=True).start()
             done[0] += 1
         if done[0] >= kills:
             stop.set()
@@ -179,14 +149,14 @@ def fleet_mode(kills: int, every: int, work: Path, num_actors: int) -> dict[str,
     start_private_ray(2, log_to_driver=False)
     try:
         with TraceWriter(work / "run", flush_rows=4) as writer, RolloutPool(
-                [f"http://127.0.0.1:{s.port}" for s in servers], policy, num_actors=num_actors, sessions_per_actor=4,
+                urls, policy, num_actors=num_actors, sessions_per_actor=4,
                 max_retries=10_000, retry_backoff_s=0.05, max_queued=16, writer=writer) as pool:
             yielded, submitted = drive(pool, stop, after_row)
             metrics = pool.metrics.summary()
     finally:
         ray.shutdown()
         for server in servers:
-            server.stop()
+            asyncio.run(server.stop())
     return {**count(work / "run", yielded, submitted), "kills": done[0], "retries": metrics["retries"]}
 
 

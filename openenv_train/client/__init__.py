@@ -13,6 +13,7 @@ from ..launch import Endpoint, Provider, http_get_json, register_default_client,
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
 from ._sync import SyncEnvClient
+from ._tasks import TaskApiError, TaskClient, TasksNotSupported
 from ._typed import TypedEnvClient, TypedMCPClient
 
 from_env = EnvClient.from_env
@@ -33,6 +34,9 @@ __all__ = [
     "MCPToolClient",
     "Provider",
     "SyncEnvClient",
+    "TaskApiError",
+    "TaskClient",
+    "TasksNotSupported",
     "ToolCallError",
     "TypedEnvClient",
     "TypedMCPClient",

@@ -44,6 +44,7 @@ from ..launch import (
     ws_url,
 )
 from ._sync import SyncEnvClient
+from ._tasks import TaskClient
 
 __all__ = ["ClientState", "EnvClient", "GenericEnvClient"]
 
@@ -139,6 +140,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self._ws: ClientConnection | None = None
         self._lock = asyncio.Lock()
         self._failure: str | None = None
+        self._tasks: TaskClient | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -226,6 +228,39 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         """Send a JSON-RPC request through the session's ``mcp`` message and return the response."""
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
         return await self._request("mcp", request)
+
+    # -- OpenEnv 0.10's Task API (HTTP; any server that serves it) ---------------------------------
+    async def task_client(self) -> TaskClient:
+        """The Task API of this client's server (its provider's server is started first, if not yet)."""
+        if self.provider is not None and not self.provider.started:
+            self.endpoint = await self.provider.start()
+        if self._tasks is None or self._tasks.endpoint != self.endpoint:  # the env's name is asked once per server
+            self._tasks = TaskClient(self.endpoint, headers=self._handshake_headers(), timeout_s=self.reply_timeout_s)
+        return self._tasks
+
+    async def list_environments(self) -> list[str]:
+        """``GET /list_environments``: the envs the server serves."""
+        return await (await self.task_client()).list_environments()
+
+    async def list_splits(self) -> list[dict[str, Any]]:
+        """The env's task splits (``TasksNotSupported`` where it has none)."""
+        return await (await self.task_client()).list_splits()
+
+    async def list_tasks(self, split: str) -> list[Any]:
+        """A split's task specs (a bounded preview for a large split)."""
+        return await (await self.task_client()).list_tasks(split)
+
+    async def num_tasks(self, split: str) -> int:
+        """How many tasks ``split`` holds."""
+        return await (await self.task_client()).num_tasks(split)
+
+    async def get_task(self, split: str, index: int) -> Any:
+        """One task spec; ``reset(split=split, index=index)`` plays it."""
+        return await (await self.task_client()).get_task(split, index)
+
+    async def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[Any]:
+        """Task specs ``[start, stop)`` of ``split``."""
+        return await (await self.task_client()).get_task_range(split, start, stop)
 
     def _action_payload(self, action: Any) -> dict[str, Any]:
         if isinstance(action, BaseModel):

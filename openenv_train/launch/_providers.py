@@ -204,6 +204,17 @@ class LocalProcessProvider(Provider):
             raise ServerStartError(f"server for {self.env!r} did not start: {exc}\n--- server output ---\n{tail}") from None
         return endpoint
 
+    async def restart(self) -> Endpoint:
+        """Kill the server at once and start it again; over TCP on the port it had, so its URL stays right
+        (a fleet's clients and probes find it back). The port must still be free."""
+        if self.transport == "tcp" and self.workdir is not None and (self.workdir / "ready").exists():
+            self.port = int((self.workdir / "ready").read_text().strip().rsplit(":", 1)[1])
+        self.kill()
+        _LIVE.discard(self)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return await self.start()
+
     def alive(self) -> bool:
         """Whether the server's process is still running."""
         return self.process is not None and self.process.poll() is None

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ._errors import EpisodeTimeout, NoLiveActors, PoolClosed, PoolError, PoolStartTimeout, RayUnavailable
     from ._fleet import Fleet, ServerStats, fleet_urls, published_capacity
     from ._metrics import PoolMetrics
+    from ._mix import MixedPool
+    from ._mixing import MIX_KEY, MixEnv, MixEnvFailed, weighted_schedule
     from ._policy import ChatPolicy, ModelReply, PolicyCallError, PolicyUnavailable
     from ._pool import RolloutPool
     from ._ray import start_private_ray
@@ -37,6 +39,10 @@ __all__ = [
     "EpisodeSpec",
     "EpisodeTimeout",
     "Fleet",
+    "MIX_KEY",
+    "MixEnv",
+    "MixEnvFailed",
+    "MixedPool",
     "Job",
     "ModelReply",
     "NoLiveActors",
@@ -63,6 +69,7 @@ __all__ = [
     "published_capacity",
     "render_observation",
     "start_private_ray",
+    "weighted_schedule",
 ]
 
 _LAZY = {
@@ -89,6 +96,11 @@ _LAZY = {
     "fleet_urls": "._fleet",
     "published_capacity": "._fleet",
     "PoolMetrics": "._metrics",
+    "MIX_KEY": "._mixing",
+    "MixEnv": "._mixing",
+    "MixEnvFailed": "._mixing",
+    "MixedPool": "._mix",
+    "weighted_schedule": "._mixing",
     "ChatPolicy": "._policy",
     "ModelReply": "._policy",
     "PolicyCallError": "._policy",

@@ -233,6 +233,19 @@ class RolloutPool:
                     advance()
                     yield row
 
+    def poll(self) -> list[TraceRow]:
+        """One round of the dispatch loop (dispatch queued episodes, wait briefly for results, expire timeouts):
+        the rows settled in it. For a driver that runs several pools side by side (:class:`MixedPool`);
+        :meth:`as_completed` loops it for one pool."""
+        self.start()
+        rows = list(self._ready)
+        self._ready.clear()
+        return rows + self._step()
+
+    def read_written(self, episode_ids: set[str]) -> list[TraceRow]:
+        """Rows of these episodes read back from the writer's folder (episodes a resumed run already wrote)."""
+        return self._read_written(episode_ids)
+
     def run(self, specs: Iterable[EpisodeSpec], *, ordered: bool = True, timeout_s: float | None = None,
             include_written: bool = False) -> list[TraceRow]:
         """Run a batch to the end; rows in input order (``ordered``) or as they finished. Episodes the writer

@@ -16,11 +16,12 @@ from typing import Any
 from rich.console import Console
 
 from ._budget import Budget, PhaseLine, budget_callback, shown
+from ._mix import EnvRewardScale, per_env_means
 from ._report import MetricsLog
 from ._rollout_setup import Games, check_games
 from ._training import cpu_settings, log_callback, quiet_trainer
 
-__all__ = ["GRPOSection", "train_grpo"]
+__all__ = ["GRPOSection", "MixTraining", "train_grpo"]
 
 console = Console()
 
@@ -103,11 +104,28 @@ class GRPOSection:
             raise ValueError(f"grpo.budget_s must be > 0 seconds or null, got {self.budget_s}")
 
 
+@dataclass
+class MixTraining:
+    """What GRPO over a mix of envs adds: per-env metrics each step (``<env>/reward``, ``<env>/failed``,
+    ``<env>/retries`` in ``metrics.jsonl`` and the reward of each env on the progress line) and, with ``normalise``,
+    each env's rewards divided by its running scale (:class:`~openenv_train.recipes._mix.EnvRewardScale`)."""
+
+    envs: Sequence[str]
+    """The mix's env names, in order."""
+    env_of: Callable[[Any], str]
+    """The env name of a row (``MixedPool.env_of``)."""
+    normalise: bool = True
+    """Divide each env's rewards by its running standard deviation."""
+    retries: Callable[[], Mapping[str, int]] | None = None
+    """Each env's retried episodes so far (the pool's counters)."""
+
+
 def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
                out: Path, *, metrics: MetricsLog, reward_weights: Mapping[str, float], rubric: Any = None,
                row_metrics: Callable[[Any], Mapping[str, float]] | None = None,
                turn_rewards: Callable[[Any], Sequence[float | None]] | None = None, turn_rows: bool = False,
                seed: int = 0, show_progress: bool = True, verbose: bool = False,
+               mix: MixTraining | None = None,
                rollout_options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Train ``model`` by GRPO on ``prompts`` (each a task's reset options; one per group, in order); returns the
     trained model (saved to ``out/checkpoints/final``) and the phase's budget record.
@@ -122,6 +140,9 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
             ``branch``: 1.0 on the explored turn, None elsewhere; the agent asks for the other turns at temperature 0).
         turn_rows: train each model turn as a row of its own under its own prompt (an agent whose prompts do not
             extend the turns before them; see :func:`~openenv_train.integrations.trl.make_rollout_func`).
+        mix: the envs of a mix, for per-env metrics and reward scales.
+        rollout_options: more keyword arguments of :func:`~openenv_train.integrations.trl.make_rollout_func`
+            (``trained_turns``, ``serve``, ``local``).
     """
     import datasets
     import torch
@@ -131,8 +152,11 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
     from ..policy import v1_url
 
     budget = Budget(g.budget_s or 1e9)
-    line = PhaseLine(console, "GRPO", budget, {"win": "win", "reward": "reward", "consistent": "consistent",
-                                                "frac_reward_zero_std": "flat groups"})
+    shown_keys = {"win": "win", "reward": "reward", "consistent": "consistent", "frac_reward_zero_std": "flat groups"}
+    if mix is not None:
+        shown_keys = {"reward": "reward", **{f"{env}/reward": env for env in mix.envs}, "frac_reward_zero_std": "flat"}
+    line = PhaseLine(console, "GRPO", budget, shown_keys)
+    scales = {name: EnvRewardScale() for name in reward_weights} if mix is not None and mix.normalise else {}
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
@@ -146,6 +170,14 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
         each = [per_row(row) for row in rollout.last_rows]
         means = {k: sum(m[k] for m in each) / len(each) for k in each[0]}
         lag = {"staleness": sum(rollout.last_staleness) / len(rollout.last_staleness)} if g.overlap else {}
+        if mix is not None:
+            envs = [mix.env_of(row) for row in rollout.last_rows]
+            for name, scale in scales.items():  # the trainer's reward functions read these fields
+                if f"reward_{name}" in fields:
+                    fields[f"reward_{name}"] = scale.normalise(envs, fields[f"reward_{name}"])
+            means.update(per_env_means(rollout.last_rows, mix.env_of, per_row))
+            means.update({f"{env}/retries": n for env, n in (mix.retries() if mix.retries else {}).items()})
+            means.update({f"{env}/reward_scale": v for scale in scales.values() for env, v in scale.scales().items()})
         metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means, **lag,
                        "failed": sum(not r.ok for r in rollout.last_rows)})
         line.update(values=means)
@@ -156,6 +188,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
         if g.use_vllm else {}
     gpu = torch.cuda.is_available()
     adaptive: dict[str, Any] = {"entropy_target": g.entropy_target} if g.entropy_target is not None else {}
+    # a mix's prompts are in the order of its weighted schedule (each step near every env's share): keep it
+    order: dict[str, Any] = {"shuffle_dataset": False} if mix is not None else {}
     args = GRPOConfig(output_dir=str(out / "checkpoints" / "grpo"), max_steps=g.steps,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
@@ -164,7 +198,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
                       entropy_coef=g.entropy_coef, use_adaptive_entropy=g.entropy_target is not None,
                       temperature=g.temperature, top_p=g.top_p, reward_weights=[reward_weights[n] for n in names],
                       logging_steps=1, save_strategy="steps", save_steps=g.save_steps, report_to=[], use_cpu=not gpu,
-                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm, **adaptive)
+                      seed=seed, disable_tqdm=not (show_progress and verbose), **cpu_settings(gpu), **vllm, **adaptive,
+                      **order)
     dataset = datasets.Dataset.from_dict({"prompt": [json.dumps(dict(p)) for p in prompts]})
     trainer = grpo_trainer_class()(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                                    reward_funcs=[_named(field_reward(n), n) for n in names], rollout_func=rollout_func,

@@ -33,11 +33,13 @@ def sandbox_setting(mode: str, url: str | None = None, option: str = "env.sandbo
 
 class Games:
     """A rollout pool on ``env``, its capturing policy endpoint and the trace writer of ``out``: plays sets of
-    episodes with the backend each phase sets."""
+    episodes with the backend each phase sets. ``env`` may be a mix (:class:`~openenv_train.pool.MixEnv` s): one
+    :class:`~openenv_train.pool.MixedPool` over them, started at once (an env that fails to start is named by
+    :class:`~openenv_train.pool.MixEnvFailed`)."""
 
-    def __init__(self, env: str, agent: Any, pool_config: Any, out: Path) -> None:
+    def __init__(self, env: str | Sequence[Any], agent: Any, pool_config: Any, out: Path) -> None:
         from ..policy import ScriptedBackend, captured_policy
-        from ..pool import RolloutPool
+        from ..pool import MixedPool, RolloutPool
         from ..trace import TraceWriter
 
         # closed in reverse: the pool (it flushes the writer), the policy endpoint, the writer
@@ -47,8 +49,11 @@ class Games:
             # every phase sets its own backend (play); until then the endpoint has nothing to say
             served = self._stack.enter_context(captured_policy(ScriptedBackend(lambda _: "")))
             self.server, self.capture = served.server, served.capture
-            self.pool = self._stack.enter_context(RolloutPool(env, served.base_url, agent=agent, config=pool_config,
-                                                              writer=self.writer, capture=self.capture))
+            pool_type: Any = RolloutPool if isinstance(env, str) else MixedPool
+            self.pool = self._stack.enter_context(pool_type(env, served.base_url, agent=agent, config=pool_config,
+                                                            writer=self.writer, capture=self.capture))
+            if not isinstance(env, str):
+                self.pool.start()  # now, so an env of the mix that does not start stops the run before any phase
         except BaseException:
             self._stack.close()
             raise

@@ -2,6 +2,7 @@
 
     python -m openenv_train.recipes.grpo env=catch [--config FILE] [section.key=value ...]
     openenv-train train grpo -s env=tic_tac_toe
+    python -m openenv_train.recipes.grpo envs='{catch: 1, tic_tac_toe: 1, blackjack: 1}'   # one policy, a mix
 
 1. Env servers (catalog name, ``module:Class``, or ``env=http://...`` for a running server) and a Ray pool.
 2. The tiny offline model (character tokens; or ``model.path=...``).
@@ -13,12 +14,19 @@
 6. ``runs/grpo-<env>/``: traces, checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``
    (per phase the mean reward with its 95% CI under ``phases.<phase>.reward``; the paired difference under
    ``steps["untrained->grpo"]``).
+
+With ``envs`` (a mix, replacing ``env``): one pool over every env (each its own actors and servers), each step's
+groups drawn by weight (a group is one task of one env), rewards divided by each env's running scale
+(``mix_normalise``), per-env metrics every step, each env evaluated on its held-out split (its Task API's ``test``
+split, else seeds from ``eval.seed``), and ``runs/grpo-mix-<envs>/summary.md`` with per env the untrained and
+trained means and their paired difference, and the mix's mean (each env counted once).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -31,7 +39,8 @@ from rich.console import Console
 from ..pool import PoolConfig
 from ._config import config_to_dict, load_run_config
 from ._env_agent import HISTORIES, ActionAgent
-from ._grpo_phase import GRPOSection, train_grpo
+from ._grpo_phase import GRPOSection, MixTraining, train_grpo
+from ._mix import discover_tasks, held_out_prompts, mix_difference, mix_markdown, mix_name, parse_mix, train_prompts
 from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import Games, GamesFailed, sandbox_setting
@@ -113,6 +122,15 @@ class GrpoConfig:
     """Also print the trainers' per-step dictionaries (they always go to ``metrics.jsonl``)."""
     env: str = "catch"
     """The env: a catalog name (``openenv-train catalog``), ``package.module:Class``, or a running server's URL."""
+    envs: dict[str, Any] | None = None
+    """A mix to train one policy on, replacing ``env``: each env (as ``env``) with a weight, or with a mapping of
+    ``weight``, ``options`` (its reset options, over ``episode.options``) and ``max_turns``, e.g.
+    ``envs='{catch: 1, tic_tac_toe: {weight: 2, options: {opponent: first}}}'``. Each env gets ``pool.num_actors``
+    actors of its own; the run is named ``grpo-mix-<env>-...``."""
+    mix_normalise: str = "env_std"
+    """With ``envs``: ``env_std`` divides each env's rewards by its running standard deviation (each group is one
+    env's, so only the scale differs between envs; it matters under ``grpo.scale_rewards`` batch or none); ``none``
+    leaves them."""
     episode: EpisodeSection = field(default_factory=EpisodeSection)
     model: ModelSection = field(default_factory=lambda: ModelSection(max_context=1024, init_range=0.1))
     """The policy; the tiny model starts from wider weights here than in the Wordle recipe (``init_range`` 0.1):
@@ -128,6 +146,8 @@ class GrpoConfig:
     @property
     def run_name(self) -> str:
         """The run folder's name."""
+        if self.envs is not None and not self.output.name:
+            return mix_name(parse_mix(self.envs))
         return self.output.name or f"grpo-{self.env.rsplit('/', 1)[-1].replace(':', '-')}"
 
     def train_seeds(self) -> list[int]:
@@ -139,6 +159,10 @@ class GrpoConfig:
         return list(range(self.eval.seed, self.eval.seed + self.eval.episodes))
 
     def __post_init__(self) -> None:
+        if self.envs is not None:
+            parse_mix(self.envs)  # a bad mix is refused before anything starts
+        if self.mix_normalise not in ("env_std", "none"):
+            raise ValueError(f"mix_normalise must be env_std or none, got {self.mix_normalise!r}")
         if self.grpo.steps * self.grpo.prompts_per_step > self.eval.seed:
             raise ValueError(f"grpo.steps x grpo.prompts_per_step ({self.grpo.steps * self.grpo.prompts_per_step}) "
                              f"training seeds would reach the held-out ones from eval.seed={self.eval.seed}: raise "
@@ -176,6 +200,8 @@ def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: Grp
 
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
+    if cfg.envs is not None:
+        return _run_mix(cfg, resume=resume)
     out = Path(cfg.output.dir) / cfg.run_name
     rec = RecipeRun.open(out, config_to_dict(cfg), resume=resume, console=console, phases=5)
     started = time.perf_counter()
@@ -231,6 +257,120 @@ def _summary(rec: RecipeRun, cfg: GrpoConfig, started: float) -> dict[str, Any]:
     return summary
 
 
+def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
+    """The recipe over ``cfg.envs``: one MixedPool, per-env held-out evaluations, a per-env summary."""
+    from ..pool import MixEnvFailed
+
+    out = Path(cfg.output.dir) / cfg.run_name
+    rec = RecipeRun.open(out, config_to_dict(cfg), resume=resume, console=console, phases=5)
+    started = time.perf_counter()
+    mix = [dataclasses.replace(e, options={**cfg.episode.options, **e.options}) for e in parse_mix(cfg.envs or {})]
+    local = any(isinstance(e.env, str) and "://" not in e.env for e in mix)
+    pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
+                               run_id=cfg.run_name, sandbox=local and sandbox_setting(cfg.episode.sandbox, None,
+                                                                                      "episode.sandbox"))
+    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
+                        history=cfg.episode.history)
+    evals = ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    games = None
+    try:
+        with rec.phase("env servers (one pool over the mix) and model", 1):
+            tasks = {}
+            for e in mix:
+                try:
+                    tasks[e.name] = discover_tasks(e.env)
+                except Exception as exc:  # an env that cannot even answer names itself; nothing was started
+                    raise MixEnvFailed(e.name, exc) from exc
+            games = Games(mix, agent, pool, out)
+            model, tokenizer = load_model(cfg.model, out / "checkpoints" / "init")
+            for e in mix:
+                t = tasks[e.name]
+                where = (f"splits {t.train_split!r} ({t.train_size}) / {t.test_split!r} ({t.test_size})"
+                         if t.from_task_api else f"seeds (held out from {cfg.eval.seed})")
+                console.print(f"  {e.name}: weight {e.weight:g}, tasks from {where}")
+        with rec.phase("baseline: the untrained policy on each env's held-out tasks", 2):
+            for phase in evals:
+                _evaluate_mix(rec, games, model, tokenizer, cfg, phase, mix, tasks)
+        with rec.phase("GRPO over the mix", 3):
+            prompts = train_prompts(mix, tasks, cfg.grpo.steps * cfg.grpo.prompts_per_step, seed=cfg.seed,
+                                    seed_limit=cfg.eval.seed)
+            mixed = games.pool
+            training = MixTraining([e.name for e in mix], mixed.env_of, normalise=cfg.mix_normalise == "env_std",
+                                   retries=lambda: {name: m.retries for name, m in mixed.metrics.items()})
+            grpo = partial(train_grpo, model, tokenizer, games, prompts, cfg.grpo, out, metrics=rec.metrics,
+                           reward_weights={"env": 1.0}, row_metrics=_episode_metrics,
+                           turn_rows=cfg.episode.history == "current", seed=cfg.seed,
+                           show_progress=cfg.show_progress, verbose=cfg.verbose, mix=training)
+            model = rec.train("grpo", out / "checkpoints" / "final", model, grpo, enabled=True, setting="grpo")
+        with rec.phase("the trained policy on the same tasks", 4):
+            for phase in evals:
+                _evaluate_mix(rec, games, model, tokenizer, cfg, phase.replace("untrained", "grpo"), mix, tasks)
+    finally:
+        if games is not None:
+            games.close()
+    with rec.phase("summary", 5):
+        return _mix_summary(rec, cfg, [e.name for e in mix], started)
+
+
+def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str,
+                  mix: list[Any], tasks: dict[str, Any]) -> None:
+    """Every env's held-out tasks in one batch (the envs play side by side); recorded per env as ``phase/env``."""
+    from ..policy import FixedSampling, LocalBackend
+    from ..pool import EpisodeSpec
+
+    todo = [e for e in mix if f"{phase}/{e.name}" not in rec.state.data["evals"]]
+    rows: dict[str, list[Any]] = {e.name: [] for e in mix}
+    if todo:
+        model.eval()
+        temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
+        backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
+                                max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
+        specs = []
+        for e in todo:
+            for i, prompt in enumerate(held_out_prompts(e, tasks[e.name], cfg.eval.episodes, cfg.eval.seed)):
+                task = dict(prompt)
+                episode = f"eval-{phase}-{e.name}-{i:04d}"
+                specs.append(EpisodeSpec(episode, task, task.pop("seed", None), episode))
+        for row in games.play_specs(backend, specs):
+            rows[games.pool.env_of(row)].append(row)
+
+    for e in mix:
+        def report(result: dict[str, Any], n: int, name: str = e.name) -> str:
+            m = result["metrics"]["reward"]
+            return (f"[bold]{LABELS[phase]}[/] on {name} ({n} held-out episodes): mean reward {m['mean']:.3f} "
+                    f"[{m['ci_low']:.3f}, {m['ci_high']:.3f}]")
+
+        rec.evaluate(f"{phase}/{e.name}", f"{LABELS[phase]} on {e.name}", partial(rows.__getitem__, e.name),
+                     _episode_metrics, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed, report=report)
+
+
+def _mix_summary(rec: RecipeRun, cfg: GrpoConfig, envs: list[str], started: float) -> dict[str, Any]:
+    """``summary.json``/``.md``: per env untrained, trained and their paired difference; the mix's mean."""
+    out, evals = rec.out, rec.state.data["evals"]
+    summary: dict[str, Any] = {"title": f"GRPO on a mix of {', '.join(envs)}", "run": str(out), "metric": "reward",
+                               "held_out_episodes_per_env": {e: evals[f"untrained/{e}"]["metrics"]["reward"]["n"]
+                                                             for e in envs if f"untrained/{e}" in evals}}
+    for before, after in (("untrained", "grpo"), ("untrained_greedy", "grpo_greedy")):
+        if not all(f"{p}/{e}" in evals for p in (before, after) for e in envs):
+            continue
+        reward = {p: {e: evals[f"{p}/{e}"]["per_task"]["reward"] for e in envs} for p in (before, after)}
+        diff = mix_difference(reward[after], reward[before], resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+        summary[after] = {
+            "envs": {e: {"untrained": evals[f"{before}/{e}"]["metrics"]["reward"],
+                         "trained": evals[f"{after}/{e}"]["metrics"]["reward"], "paired": diff["envs"][e]}
+                     for e in envs},
+            "mix": {"untrained": sum(sum(v) / len(v) for v in reward[before].values()) / len(envs),
+                    "trained": sum(sum(v) / len(v) for v in reward[after].values()) / len(envs),
+                    "paired": diff["mix"]}}
+    summary.update({"budgets": rec.state.data.get("budgets", {}),
+                    "seconds_this_session": round(time.perf_counter() - started, 1), "config": config_to_dict(cfg)})
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "summary.md").write_text(mix_markdown(summary, LABELS))
+    plot_training(rec.metrics.read(), out / "training.png", evals={}, labels=LABELS)
+    console.print((out / "summary.md").read_text())
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.grpo",
@@ -239,12 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
     parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env=tic_tac_toe")
     args = parser.parse_args(argv)
+    from ..pool import MixEnvFailed
+
     cfg = load_run_config(GrpoConfig, parser, args.config, args.overrides, args.resume)
     logging.basicConfig(level=logging.WARNING)
     quiet_libraries(cfg.verbose)
     try:
         run(cfg, resume=bool(args.resume))
-    except (ValueError, GamesFailed) as exc:
+    except (ValueError, GamesFailed, MixEnvFailed) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1
     return 0

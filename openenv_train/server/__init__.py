@@ -10,9 +10,11 @@ from ._loader import load_class
 from ._mcp_environment import MCPEnvironment, ToolCallFailed, ToolSpec, result_payload, tool
 from ._run import run_server
 from ._server import EnvServer, ServerConfig
+from ._tasks import SEED_SPLITS, TaskSplit, UnknownSplit, listed_split, seed_splits
 from ._workers import serve_workers
 
 __all__ = [
+    "SEED_SPLITS",
     "AsgiApp",
     "AsgiServer",
     "EnvServer",
@@ -20,12 +22,16 @@ __all__ = [
     "Environment",
     "MCPEnvironment",
     "ServerConfig",
+    "TaskSplit",
     "ToolCallFailed",
     "ToolSpec",
+    "UnknownSplit",
     "is_asgi_app",
+    "listed_split",
     "load_class",
     "result_payload",
     "run_asgi_server",
+    "seed_splits",
     "run_server",
     "serve_workers",
     "tool",

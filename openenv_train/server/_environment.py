@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from functools import cached_property
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
@@ -11,8 +11,13 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from ..core import Action, EnvMetadata, Observation, State
+from ._tasks import TaskSplit, find_split
 
-__all__ = ["Environment", "EnvSpecInfo"]
+__all__ = ["LIST_TASKS_LIMIT", "Environment", "EnvSpecInfo"]
+
+#: Most task specs ``list_tasks`` returns (a seeded game's split holds a million seeds): OpenEnv lets a large
+#: split answer a bounded preview; ``get_task_range`` pages through the rest.
+LIST_TASKS_LIMIT = 1000
 
 ActT = TypeVar("ActT", bound=Action)
 ObsT = TypeVar("ObsT", bound=Observation)
@@ -70,6 +75,43 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def close(self) -> None | Awaitable[None]:
         """Release what the instance holds; called once when its session ends."""
+
+    # -- OpenEnv 0.10's Task API: answered from task_splits(); 501 on the server where an env declares none --------
+    def task_splits(self) -> Sequence[TaskSplit]:
+        """The env's task splits (override it; ``server.seed_splits`` and ``server.listed_split`` build them).
+
+        Must be cheap and free of side effects: the server calls it on a fresh instance per Task API request.
+
+        Raises:
+            NotImplementedError: the env has no tasks (the default): the Task API routes answer 501.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares no task splits")
+
+    def list_splits(self) -> list[dict[str, Any]]:
+        """Split descriptors: ``{"name", "type", "num_tasks"}`` each."""
+        return [split.descriptor() for split in self.task_splits()]
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """The split's task specs (at most :data:`LIST_TASKS_LIMIT`; ``get_task_range`` pages further)."""
+        return self.get_task_range(split, 0, LIST_TASKS_LIMIT)
+
+    def num_tasks(self, split: str) -> int:
+        """How many tasks the split holds."""
+        return len(find_split(self.task_splits(), split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        """One task spec (IndexError outside the split)."""
+        return find_split(self.task_splits(), split).spec(index)
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+        """Task specs ``[start, stop)``, Python slice bounds."""
+        chosen = find_split(self.task_splits(), split)
+        return [chosen.spec(i) for i in range(len(chosen))[start:stop]]
+
+    def task_reset_options(self, split: str, index: int) -> dict[str, Any]:
+        """``reset``'s options for task ``index`` of ``split``: the server applies them for ``reset(split=...,
+        index=...)`` unless ``reset`` names ``split`` itself (then it gets both, as OpenEnv passes them)."""
+        return find_split(self.task_splits(), split).reset_options(index)
 
     @classmethod
     def render_observation(cls, observation: dict[str, Any]) -> str | None:

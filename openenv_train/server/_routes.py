@@ -13,6 +13,7 @@ from typing import Any
 from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
 from ._mcp_rpc import McpRpc
 from ._session import Session, SessionRegistry, payload_json
+from ._task_routes import TaskRoutes
 
 __all__ = ["HttpRoutes", "Response"]
 
@@ -48,6 +49,7 @@ class HttpRoutes:
         self._metadata = env_cls.metadata_info().model_dump()
         self._schema = registry.info.schema()
         self._openapi = dumps(_openapi(self._metadata, self._schema, version))
+        self.tasks = TaskRoutes(self._metadata["name"], self._with_env)
         self.web: Callable[[str, str], Response] | None = None
         """The ``/web`` playground's handler (``ServerConfig.web``); None answers 404 there."""
 
@@ -57,6 +59,10 @@ class HttpRoutes:
         if self.web is not None and (path == "/web" or path.startswith("/web/")):
             return self.web(method, target)
         allowed = _ROUTES.get(path)
+        task_route = self.tasks.match(path) if allowed is None else None
+        if task_route is not None:
+            parsed = _json_object(body) if method == "POST" else {}
+            return parsed if isinstance(parsed, tuple) else self.tasks.handle(method, *task_route, parsed)
         if allowed is None:
             return 404, {"detail": "Not Found"}
         if method not in allowed and not (method == "HEAD" and "GET" in allowed):
@@ -89,6 +95,15 @@ class HttpRoutes:
         if inspect.isawaitable(reply):
             return _wrap_200(reply)
         return 200, reply
+
+    async def _with_env(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """``call(env)`` on a fresh env that is closed afterwards (the Task API's, as OpenEnv builds one per call)."""
+        env = await self.registry.build_env_async()
+        session = Session("tasks", env, self.registry.info, "http", self.registry.executor)
+        try:
+            return await call(env)
+        finally:
+            await self.registry.close(session)
 
     async def _stateless(self, what: str, body: dict[str, Any]) -> Response:
         """/reset, /step, /state on a fresh env that is closed afterwards (as OpenEnv does)."""
@@ -209,5 +224,23 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
             "/state": {"get": op("State of a fresh environment (stateless)", response=schema["state"])},
             "/mcp": {"post": op("MCP JSON-RPC 2.0", {"type": "object"}, {"type": "object"})},
             "/ws": {"get": op("WebSocket session (upgrade); see the OpenEnv protocol")},
+            "/list_environments": {"get": op("Task API: the env served here", response={"type": "array"})},
+            **_task_paths(metadata["name"], op),
         },
+    }
+
+
+def _task_paths(name: str, op: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """The Task API's routes under this env's name (501 where it declares no splits)."""
+    split = {"type": "object", "required": ["split"], "properties": {"split": {"type": "string"}}}
+    index = {"type": "object", "required": ["split", "index"],
+             "properties": {"split": {"type": "string"}, "index": {"type": "integer"}}}
+    bounds = {"type": "object", "required": ["split"], "properties": {
+        "split": {"type": "string"}, "start": {"type": ["integer", "null"]}, "stop": {"type": ["integer", "null"]}}}
+    return {
+        f"/{name}/splits": {"get": op("Task API: the env's splits", response={"type": "array"})},
+        f"/{name}/tasks": {"post": op("Task API: a split's tasks", split, {"type": "object"})},
+        f"/{name}/num_tasks": {"post": op("Task API: a split's size", split, {"type": "object"})},
+        f"/{name}/task": {"post": op("Task API: one task", index, {"type": "object"})},
+        f"/{name}/task_range": {"post": op("Task API: tasks [start, stop)", bounds, {"type": "object"})},
     }

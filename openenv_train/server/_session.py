@@ -95,9 +95,15 @@ class Session:
             ) from None
 
     def check_reset(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Check reset options against the env's ``reset`` signature; returns them validated."""
+        """Check reset options against the env's ``reset`` signature; returns them validated.
+
+        ``split``/``index`` (OpenEnv 0.10's task choice) become the task's own reset options, which win over a
+        ``seed`` given beside them, unless ``reset`` names ``split`` itself.
+        """
         if not data:
             return data
+        if "split" in data and "split" not in self.info.reset_params:
+            data = self._task_options(data)
         errors: list[dict[str, Any]] = []
         seed, episode_id = data.get("seed"), data.get("episode_id")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):  # no lax "5" or True
@@ -118,6 +124,25 @@ class Session:
                 errors=errors,
             )
         return {key: getattr(options, key) if key in self.info.reset_params else value for key, value in data.items()}
+
+    def _task_options(self, data: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in data.items() if k not in ("split", "index")}
+        split, index = data.get("split"), data.get("index", 0)
+        problem = None
+        if not isinstance(split, str):
+            problem = ("split", "reset(split=..., index=...) needs split, a split name (GET /{env}/splits lists them)")
+        elif isinstance(index, bool) or not isinstance(index, int):
+            problem = ("index", "index must be an integer task index within the split")
+        else:
+            try:
+                return {**rest, **self.env.task_reset_options(split, index)}
+            except NotImplementedError:
+                problem = ("split", f"{self.info.env_cls.__name__} declares no task splits, so reset takes no "
+                                    "split/index; pass its own reset options instead")
+            except (ValueError, IndexError) as exc:
+                problem = ("split" if not isinstance(exc, IndexError) else "index", str(exc))
+        raise ProtocolError(ErrorCode.VALIDATION_ERROR, f"invalid reset options: {problem[1]}",
+                            errors=[{"loc": [problem[0]], "msg": problem[1], "type": "value_error"}])
 
     def call(self, what: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
              encode: Callable[[Any], str]) -> Reply:

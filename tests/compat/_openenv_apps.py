@@ -53,10 +53,32 @@ class OECounterEnvironment(Environment):
         self._state = OECounterState(episode_id=None, step_count=0)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, target: int = 5,
-              **kwargs: Any) -> OECounterObservation:
+              split: str | None = None, index: int = 0, **kwargs: Any) -> OECounterObservation:
+        if split is not None:  # OpenEnv 0.10's task choice: reset(split=..., index=...)
+            target = self.get_task(split, index)["target"]
         self._state = OECounterState(episode_id=episode_id or str(uuid.uuid4()), step_count=0, value=0,
                                      target=target)
         return OECounterObservation(value=0, target=target, reward=0.0, done=False)
+
+    # OpenEnv 0.10's Task API (TaskProvider, declared structurally): targets 1..3 to train on, 7..8 to test on
+    TASKS = {"train": [1, 2, 3], "test": [7, 8]}
+
+    def list_splits(self) -> list[Any]:
+        return ["train", {"name": "test", "type": "test", "num_tasks": 2}]
+
+    def list_tasks(self, split: str) -> list[Any]:
+        return self.get_task_range(split)
+
+    def num_tasks(self, split: str) -> int:
+        return len(self.TASKS[split])
+
+    def get_task(self, split: str, index: int) -> Any:
+        if not 0 <= index < len(self.TASKS[split]):
+            raise IndexError(index)
+        return {"id": f"{split}-{index}", "index": index, "target": self.TASKS[split][index]}
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[Any]:
+        return [self.get_task(split, i) for i in range(len(self.TASKS[split]))[start:stop]]
 
     def step(self, action: OECounterAction, timeout_s: float | None = None, **kwargs: Any) -> OECounterObservation:
         if action.delta == 13:

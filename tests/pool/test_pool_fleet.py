@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from openenv_train.launch import LocalProcessProvider
 from openenv_train.pool import Fleet, PoolConfig, RolloutPool, fleet_urls, make_groups, published_capacity
 from openenv_train.trace import TraceWriter, read_traces
 from tests.pool import _support
@@ -22,46 +20,29 @@ TOKEN = "fleet-token-7f3a"
 
 
 class Server:
-    """``openenv-train serve wordle`` as a real process on a fixed port (so it can come back at the same URL)."""
+    """``openenv-train serve wordle`` as a real process; ``restart()`` brings it back at the same URL."""
 
-    def __init__(self, tmp: Path, name: str) -> None:
-        self.tmp, self.name, self.port = tmp, name, 0
-        self.process: subprocess.Popen[bytes] | None = None
-        (tmp / "token").write_text(TOKEN)
+    def __init__(self) -> None:
+        self.provider = LocalProcessProvider("wordle", token=TOKEN)
+        self.url = ""
 
     def start(self) -> Server:
-        ready = self.tmp / f"{self.name}.ready"
-        ready.unlink(missing_ok=True)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_train.cli", "serve", "wordle", "--port", str(self.port),
-             "--token-file", str(self.tmp / "token"), "--ready-file", str(ready), "--parent-pid", str(os.getpid())],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            assert self.process.poll() is None, f"server {self.name} exited with {self.process.returncode}"
-            assert time.monotonic() < deadline, f"server {self.name} not ready in 120 s"
-            time.sleep(0.05)
-        self.port = int(ready.read_text().rsplit(":", 1)[1])
+        self.url = asyncio.run(self.provider.start()).base_url
         return self
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def restart(self) -> None:
+        assert asyncio.run(self.provider.restart()).base_url == self.url
 
     def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(30)
+        self.provider.kill()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(30)
+        asyncio.run(self.provider.stop())
 
 
 @pytest.fixture
-def servers(tmp_path: Path) -> Iterator[list[Server]]:
-    fleet = [Server(tmp_path, "a").start(), Server(tmp_path, "b").start()]
+def servers() -> Iterator[list[Server]]:
+    fleet = [Server().start(), Server().start()]
     try:
         yield fleet
     finally:
@@ -94,7 +75,7 @@ def test_fleet_survives_a_killed_server_and_uses_it_again_when_back(ray_local: A
             rows.append(next(stream))
             loads += [s.load for s in fleet.servers]
         on_a = fleet.by_url[a.url].episodes
-        a.start()  # the same URL comes back; the probe puts it in rotation again
+        a.restart()  # the same URL comes back; the probe puts it in rotation again
         _wait(lambda: fleet.by_url[a.url].up, "the restarted server back in rotation")
         for row in stream:
             rows.append(row)

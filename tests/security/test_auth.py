@@ -31,7 +31,8 @@ from tests.conftest import serve_inloop
 from tests.security._support import TOKEN, ByteBackend, chat_body
 
 HTTP_ROUTES = [("GET", "/metadata"), ("GET", "/schema"), ("GET", "/openapi.json"), ("POST", "/reset"),
-               ("POST", "/step"), ("GET", "/state"), ("POST", "/mcp"), ("GET", "/ws"), ("GET", "/no-such-route")]
+               ("POST", "/step"), ("GET", "/state"), ("POST", "/mcp"), ("GET", "/ws"), ("GET", "/no-such-route"),
+               ("GET", "/list_environments"), ("GET", "/counter/splits"), ("POST", "/counter/num_tasks")]
 
 
 def _with_userinfo(base_url: str, token: str) -> str:

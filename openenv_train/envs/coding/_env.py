@@ -6,11 +6,11 @@ import uuid
 from importlib import resources
 
 from ...sandbox import Sandbox
-from ...server import Environment
+from ...server import Environment, TaskSplit, listed_split
 from ..run_limits import DEFAULT_OUTPUT_BYTES, DEFAULT_WALL_TIME_S, OutputBytes, RunLimits, WallTime, open_sandbox, run_fields
 from ._grader import grade
 from ._models import CodingAction, CodingObservation, CodingState
-from ._tasks import CodingTask, choose_task
+from ._tasks import CodingTask, bundled_tasks, choose_task
 
 __all__ = ["CodingEnvironment"]
 
@@ -65,6 +65,13 @@ class CodingEnvironment(Environment[CodingAction, CodingObservation, CodingState
         )
         return CodingObservation(task_id=chosen.id, prompt=chosen.prompt + _HOW.format(function=chosen.function),
                                  function_name=chosen.function, reward=0.0)
+
+    def task_splits(self) -> list[TaskSplit]:
+        """The bundled tasks: every fourth one (in file order) is ``test``, the rest ``train``; a task resets with
+        ``task_id``."""
+        ids = [task.id for task in bundled_tasks()]
+        return [listed_split("train", "train", [t for i, t in enumerate(ids) if i % 4 != 3], "task_id"),
+                listed_split("test", "test", ids[3::4], "task_id")]
 
     async def step(self, action: CodingAction) -> CodingObservation:
         """Run ``action.code`` in the sandbox, or grade it when ``action.submit`` (which ends the episode)."""

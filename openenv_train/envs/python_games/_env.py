@@ -7,7 +7,7 @@ import uuid
 from importlib.resources import files
 from typing import ClassVar, Generic, TypeVar, cast
 
-from ...server import Environment
+from ...server import Environment, TaskSplit, seed_splits
 from ._game import CHANCE_PLAYER, GameState
 from ._models import GamePhase, OpenSpielAction, OpenSpielObservation, OpenSpielState
 from ._opponents import OPPONENTS, OpponentName, opponent_action
@@ -100,6 +100,10 @@ class OpenSpielEnvironment(Environment[OpenSpielAction, OpenSpielObservation, Op
         self._agent_moved = True
         self._advance()
         return self._observe(game.rewards()[self._agent])
+
+    def task_splits(self) -> list[TaskSplit]:
+        """A seed range per split (``server.SEED_SPLITS``): ``train`` below 1,000,000, ``test`` from there."""
+        return seed_splits()
 
     @property
     def state(self) -> OpenSpielState:

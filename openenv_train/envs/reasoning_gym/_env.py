@@ -7,11 +7,14 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from ...server import Environment
+from ...server import Environment, TaskSplit
 from ._datasets import DEFAULT_DATASET, Question, answer_format, make_question, score_answer
 from ._models import ReasoningGymAction, ReasoningGymObservation, ReasoningGymState
 
 __all__ = ["ReasoningGymEnvironment"]
+
+#: The first item index of the ``test`` split (training items are below it).
+SPLIT_AT = 1_000_000
 
 
 class ReasoningGymEnvironment(Environment[ReasoningGymAction, ReasoningGymObservation, ReasoningGymState]):
@@ -59,6 +62,18 @@ class ReasoningGymEnvironment(Environment[ReasoningGymAction, ReasoningGymObserv
             episode_id=episode_id or uuid.uuid4().hex, dataset=dataset, config=config, seed=seed, index=index
         )
         return self._observation(reward=0.0)
+
+    def task_splits(self) -> list[TaskSplit]:
+        """Items of the default dataset (seed 0): ``train`` indices below 1,000,000, ``test`` the 10,000 from there;
+        a task resets with ``dataset``, ``seed`` 0 and its ``index``. Other datasets: pass them to reset."""
+        def split(name: str, kind: Any, indices: range) -> TaskSplit:
+            def task(index: int) -> dict[str, Any]:
+                return {"dataset": DEFAULT_DATASET, "seed": 0, "index": index}
+
+            return TaskSplit(name, kind, indices, lambda i, item: {"id": f"{name}-{i}", "index": i,
+                                                                   "dataset": DEFAULT_DATASET, "item": item}, task)
+
+        return [split("train", "train", range(0, SPLIT_AT)), split("test", "test", range(SPLIT_AT, SPLIT_AT + 10_000))]
 
     def step(self, action: ReasoningGymAction) -> ReasoningGymObservation:
         """Score the answer and end the episode; refuse (without a step) when there is no open question."""

@@ -3,11 +3,12 @@
 from ._env import WordleEnvironment
 from ._models import WordleAction, WordleMessage, WordleObservation, WordleRewardSignals, WordleState
 from ._rules import extract_guess, feedback, partial_score
-from ._words import answers, valid_guesses
+from ._words import SPLIT_SEED_ENV, answer_splits, answers, valid_guesses
 from .client import WordleEnv
 from .solver import WordleSolver
 
 __all__ = [
+    "SPLIT_SEED_ENV",
     "WordleAction",
     "WordleEnv",
     "WordleEnvironment",
@@ -16,6 +17,7 @@ __all__ = [
     "WordleRewardSignals",
     "WordleSolver",
     "WordleState",
+    "answer_splits",
     "answers",
     "extract_guess",
     "feedback",

@@ -10,7 +10,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field
 
-from ...server import Environment
+from ...server import Environment, TaskSplit, listed_split
 from . import _text as text
 from ._models import (
     DEFAULT_MAX_GUESSES,
@@ -22,7 +22,7 @@ from ._models import (
 )
 from ._rules import GREEN, WORD_LENGTH, YELLOW, extract_guess, feedback, format_action, partial_score, strict_guess
 from ._view import board_html
-from ._words import answers, is_valid_guess
+from ._words import answer_splits, answers, is_valid_guess
 
 __all__ = ["WordleEnvironment"]
 
@@ -126,6 +126,13 @@ class WordleEnvironment(Environment[WordleAction, WordleObservation, WordleState
         self._transcript = [text.transcript_line(text.instructions(WORD_LENGTH, max_guesses))]
         self._seen = Counter()
         return self._observe(reward=0.0, signals=None)
+
+    def task_splits(self) -> list[TaskSplit]:
+        """The secret words as the Wordle recipe splits them for the server's seed (``$OPENENV_TRAIN_WORDLE_SEED``,
+        default 0): ``held_out`` (test), ``grpo`` and ``sft`` (train); a task resets with ``task=<word>``."""
+        kinds = {"held_out": "test", "grpo": "train", "sft": "train"}
+        return [listed_split(name, kinds[name], words, "task")  # type: ignore[arg-type]
+                for name, words in answer_splits().items()]
 
     def step(self, action: WordleAction) -> WordleObservation:  # type: ignore[override]
         state = self._state

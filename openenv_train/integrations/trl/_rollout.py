@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...pool import AgentLoop, EpisodeSpec, PoolConfig, RolloutPool
+from ...pool import AgentLoop, EpisodeSpec, MixedPool, PoolConfig, RolloutPool
 from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
 from ._allowed import constrained_positions
@@ -103,7 +103,7 @@ class _PoolRunner:
     def run(self, specs: Sequence[EpisodeSpec]) -> list[TraceRow]:
         if hasattr(self.pool, "set_policy_version") and self.backend.version is not None:
             self.pool.set_policy_version(self.backend.version)
-        if isinstance(self.pool, RolloutPool):  # a resumed step's rows written before the stop are read back
+        if isinstance(self.pool, RolloutPool | MixedPool):  # a resumed step's rows written before the stop are read back
             return list(self.pool.run(specs, include_written=True))
         return list(self.pool.run(specs))
 

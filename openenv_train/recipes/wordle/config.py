@@ -148,12 +148,13 @@ class GrpoWordleConfig:
         """Held-out, SFT and GRPO secrets, fixed by ``seed``: held-out words (answers) are never secrets of either
         training phase; GRPO's answers come from ``grpo.secrets`` answers that are not SFT's; a ``teacher.valid_share``
         of SFT's and a ``grpo.valid_share`` of GRPO's are valid guesses that are not answers."""
-        from ...envs.wordle import answers, valid_guesses
+        from ...envs.wordle import answer_splits, answers, valid_guesses
 
+        # the Wordle server's Task API serves the same splits for the same seed (held_out, grpo, sft)
+        splits = answer_splits(self.seed, self.eval.words, self.grpo.secrets)
         words = sorted(answers())
-        random.Random(self.seed).shuffle(words)
-        held, rest = words[:self.eval.words], words[self.eval.words:]
-        reserved, rest = (rest[:self.grpo.secrets], rest[self.grpo.secrets:]) if self.grpo.secrets else (rest, rest)
+        held, rest = splits["held_out"], splits["sft"]
+        reserved = splits["grpo"] if self.grpo.secrets else rest
         others = sorted(set(valid_guesses()) - set(words)) if self.grpo.valid_share or self.teacher.valid_share else []
         pick = random.Random(self.seed + 2)
         sft = [pick.choice(others) if pick.random() < self.teacher.valid_share else rest[i % len(rest)]
