@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ import yaml
 
 from ._app import app, err, fail
 
-__all__ = ["space_readme", "stage"]
+__all__ = ["parse_kv_pairs", "space_readme", "stage"]
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".venv", ".git", ".pytest_cache",
                                  ".mypy_cache", ".ruff_cache")
@@ -115,6 +116,36 @@ def _tree(root: Path) -> list[str]:
     return lines
 
 
+def parse_kv_pairs(pairs: list[str], *, flag: str, secret: bool = False) -> dict[str, str]:
+    """``KEY=VALUE`` options as a dict (split at the first ``=``; later keys win).
+
+    Raises:
+        ValueError: an entry without ``=`` or with an empty key (a secret's value is never shown).
+    """
+    parsed: dict[str, str] = {}
+    for entry in pairs:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            shown = "<redacted>" if secret else repr(entry)
+            raise ValueError(f"{flag} takes KEY=VALUE, got {shown}")
+        parsed[key.strip()] = value
+    return parsed
+
+
+def _docker_push(staged: Path, tag: str) -> None:
+    """Build the staged Space folder as image ``tag`` and push it (the registry is the boundary tests replace)."""
+    from ..containers import docker_available, docker_command
+
+    missing = docker_available()
+    if missing:
+        raise fail(f"--registry builds and pushes a Docker image, but {missing}; install Docker or push to a Space")
+    for args, timeout_s in ((["build", "-t", tag, str(staged)], 3600.0), (["push", tag], 3600.0)):
+        done = docker_command(args, timeout_s=timeout_s)
+        if done.returncode != 0:
+            raise fail(f"docker {args[0]} {tag} failed: {(done.stderr or done.stdout).strip()[-400:]}; check "
+                       "'docker login' for the registry")
+
+
 def _hf_api(token: str) -> Any:
     """The Hub client (the one boundary tests replace)."""
     from huggingface_hub import HfApi
@@ -122,19 +153,47 @@ def _hf_api(token: str) -> Any:
     return HfApi(token=token)
 
 
-def _upload(staged: Path, repo_id: str | None, name: str, private: bool, token: str) -> str:
+@dataclass(frozen=True)
+class SpaceSettings:
+    """What ``push`` sets on the Space besides its files."""
+
+    hardware: str | None = None
+    variables: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    create_pr: bool = False
+
+
+def _upload(staged: Path, repo_id: str | None, name: str, private: bool, token: str,
+            settings: SpaceSettings = SpaceSettings()) -> tuple[str, str | None]:
+    """Create the Space and upload the folder; returns the repo id and the pull request's URL (``--create-pr``)."""
     api = _hf_api(token)
+    pr_url = None
     try:
         if repo_id is None:
             repo_id = f"{api.whoami()['name']}/{name}"
-        api.create_repo(repo_id=repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
-        api.upload_folder(folder_path=str(staged), repo_id=repo_id, repo_type="space",
-                          commit_message=f"openenv-train push of {name}")
+        create: dict[str, Any] = {"repo_id": repo_id, "repo_type": "space", "space_sdk": "docker",
+                                  "private": private, "exist_ok": True}
+        if settings.hardware is not None:
+            create["space_hardware"] = settings.hardware
+        api.create_repo(**create)
+        upload: dict[str, Any] = {"folder_path": str(staged), "repo_id": repo_id, "repo_type": "space",
+                                  "commit_message": f"openenv-train push of {name}"}
+        if settings.create_pr:
+            upload["create_pr"] = True
+        result = api.upload_folder(**upload)
+        pr_url = getattr(result, "pr_url", None) if settings.create_pr else None
+        for key, value in settings.variables.items():
+            api.add_space_variable(repo_id=repo_id, key=key, value=value)
+        for key, value in settings.secrets.items():
+            api.add_space_secret(repo_id=repo_id, key=key, value=value)
     except Exception as exc:  # the Hub client raises requests/httpx/hub errors alike
         target = repo_id or "your namespace"
-        raise fail(f"upload to the Hub Space {target} failed ({type(exc).__name__}: {str(exc)[:300]}); check the "
+        message = str(exc)
+        for value in settings.secrets.values():  # a Hub error must not echo a secret
+            message = message.replace(value, "<redacted>") if value else message
+        raise fail(f"upload to the Hub Space {target} failed ({type(exc).__name__}: {message[:300]}); check the "
                    "network, that the token may write there (huggingface-cli login), and --repo-id") from None
-    return repo_id
+    return repo_id, pr_url
 
 
 @app.command()
@@ -145,10 +204,19 @@ def push(
     private: Annotated[bool, typer.Option(help="Create the Space private.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Stage and show the files; upload nothing.")] = False,
     stage_dir: Annotated[Path | None, typer.Option(help="Stage here and keep it (default: a temporary folder).")] = None,
+    registry: Annotated[str | None, typer.Option(help="Build the staged folder as image REGISTRY/NAME and push it to "
+                                                      "this Docker registry (e.g. ghcr.io/me) instead of a Space.")] = None,
+    hardware: Annotated[str | None, typer.Option(help="Space hardware to request (cpu-basic, t4-medium, ...).")] = None,
+    env_var: Annotated[list[str] | None, typer.Option(help="Space variable KEY=VALUE (repeatable; over openenv.yaml's "
+                                                           "'variables').")] = None,
+    secret: Annotated[list[str] | None, typer.Option(help="Space secret KEY=VALUE (repeatable; the value is never "
+                                                          "printed).")] = None,
+    create_pr: Annotated[bool, typer.Option("--create-pr", help="Upload as a pull request on the Space instead of "
+                                                                "a commit to main.")] = False,
 ) -> None:
     """Upload an env folder as a Docker Space: create_repo(space_sdk='docker') then upload_folder.
 
-    Needs a Hugging Face token (HF_TOKEN or 'huggingface-cli login') unless --dry-run.
+    Needs a Hugging Face token (HF_TOKEN or 'huggingface-cli login') unless --dry-run or --registry.
     """
     from huggingface_hub import get_token
 
@@ -156,6 +224,10 @@ def push(
 
     if not (path / "openenv.yaml").is_file():
         raise fail(f"{path} has no openenv.yaml; push an env folder ('openenv-train init NAME' makes one)", code=2)
+    settings = _settings(path, hardware, env_var or [], secret or [], create_pr, registry)
+    if registry is not None:
+        _push_image(path, registry, stage_dir, dry_run)
+        return
     token = None if dry_run else get_token()
     if not dry_run and not token:
         raise fail("no Hugging Face token: run 'huggingface-cli login' or set HF_TOKEN (or use --dry-run to only stage)")
@@ -172,9 +244,52 @@ def push(
         return
     assert token is not None
     try:
-        repo = _upload(staged, repo_id, name, private, token)
+        repo, pr_url = _upload(staged, repo_id, name, private, token, settings)
+    finally:
+        if stage_dir is None:
+            shutil.rmtree(out.parent, ignore_errors=True)
+    err.print(f"pushed {name}" + (f" as a pull request: {pr_url}" if pr_url else ""))
+    if settings.variables or settings.secrets:
+        err.print(f"set variables {sorted(settings.variables)} and secrets {sorted(settings.secrets)} on {repo}")
+    typer.echo(f"https://huggingface.co/spaces/{repo}")
+
+
+def _settings(path: Path, hardware: str | None, env_vars: list[str], secrets: list[str], create_pr: bool,
+              registry: str | None) -> SpaceSettings:
+    """The Space settings of the options (variables: openenv.yaml's, then --env-var), refused where they cannot apply."""
+    if (env_vars or secrets) and (registry or create_pr):
+        raise fail("--env-var and --secret set a live Space's settings; they do not combine with "
+                   f"{'--registry' if registry else '--create-pr'} (set them after the merge, or on the Space)", code=2)
+    if registry and (hardware or create_pr):
+        raise fail("--hardware and --create-pr are Space options; --registry pushes a Docker image", code=2)
+    try:
+        variables = {str(k): str(v) for k, v in ((_manifest(path).get("variables") or {}).items())}
+        variables.update(parse_kv_pairs(env_vars, flag="--env-var"))
+        secret_values = parse_kv_pairs(secrets, flag="--secret", secret=True)
+    except (ValueError, AttributeError) as exc:
+        raise fail(f"{exc}" if isinstance(exc, ValueError) else "openenv.yaml 'variables' must be a mapping of "
+                   "KEY: value", code=2) from None
+    return SpaceSettings(hardware, {} if registry or create_pr else variables, secret_values, create_pr)
+
+
+def _push_image(path: Path, registry: str, stage_dir: Path | None, dry_run: bool) -> None:
+    """``--registry``: stage the Space folder and push it as a Docker image."""
+    from ..core import EnvLoadError
+
+    name = _manifest(path)["name"]
+    tag = f"{registry.rstrip('/')}/{name}"
+    out = stage_dir or Path(tempfile.mkdtemp(prefix="openenv-train-image-")) / "context"
+    try:
+        try:
+            stage(path, out)
+        except (ValueError, EnvLoadError, FileNotFoundError) as exc:
+            raise fail(str(exc)) from None
+        if dry_run:
+            typer.echo(f"staged {name} in {out}; would build and push {tag}")
+            return
+        _docker_push(out, tag)
     finally:
         if stage_dir is None:
             shutil.rmtree(out.parent, ignore_errors=True)
     err.print(f"pushed {name}")
-    typer.echo(f"https://huggingface.co/spaces/{repo}")
+    typer.echo(tag)

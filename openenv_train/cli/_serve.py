@@ -30,7 +30,8 @@ def serve(
                                               "A worker that dies is restarted.")] = 1,
     **config: Any,
 ) -> None:
-    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp.
+    """Serve an environment: /ws sessions plus /health, /metadata, /schema, /reset, /step, /state, /mcp (POST and
+    WebSocket); --mode production leaves out /reset, /step and /state.
 
     The server's own options (``--host``, ``--port``, ``--max-sessions``, ...) are ServerConfig's fields. An env
     folder whose app is a plain FastAPI app with routes of its own is served as it is, under uvicorn.
@@ -66,7 +67,7 @@ def serve(
     if reload:
         raise typer.Exit(_serve_with_reload(_watch_root(env, env_cls), _child_argv(ctx)))
     if sandbox:
-        inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size",
+        inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size", "mode",
                                                  "max_messages_per_s", "message_burst")}
         inner["token_file"] = os.path.abspath(token_file) if token_file else None
         raise typer.Exit(_serve_sandboxed(env, uds, ready_file, config_argv(ServerConfig, inner)))

@@ -4,7 +4,8 @@ Local checks follow OpenEnv's ``openenv validate`` (layout, manifest, ``[project
 ``server/app.py`` ``main()``) plus ours: the manifest's ``app`` imports and is an Environment, the models and
 client import, and the schemas generate. Runtime checks are OpenEnv's criteria (``/openapi.json``, ``/health``,
 ``/metadata``, ``/schema``, ``/mcp``, the mode's routes) plus ours over ``/ws``: a reset/step round trip, a
-``state`` reply, and the error codes of a bad action and of an unknown message type.
+``state`` reply, and the error codes of a bad action and of an unknown message type. ``--level`` and ``--policy``
+(OpenEnv's validation levels and severity policies) are ``_validate_levels``'s.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import typer
 import yaml
 
 from ._app import app, fail
+from ._validate_levels import LEVELS, level_index, replay_episode, severities, well_formed
 
 __all__ = ["Check", "check_folder", "check_server"]
 
@@ -299,13 +301,106 @@ def check_server(url: str, *, timeout_s: float = 5.0) -> list[Check]:
     return list(checks)
 
 
+def _semantic_checks(base: str, checks: _Checks, timeout_s: float) -> None:
+    """The semantic level: the env's contract, graded over two seeded episodes of the same actions."""
+    from ..recipes.collect import random_action
+
+    _, schema = _http(f"{base}/schema", timeout_s=timeout_s)
+    action_schema = schema.get("action", {}) if isinstance(schema, dict) else {}
+    actions = [random_action(action_schema, seed=i) for i in range(5)]
+    url = base.replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/ws"
+    try:
+        first, second = (replay_episode(url, actions, seed=0, timeout_s=timeout_s) for _ in range(2))
+    except Exception as exc:
+        checks.add("replayability", "two /ws episodes of seed 0 and the same actions run", False, url,
+                   "serve the env and check the server log", f"{type(exc).__name__}: {exc}")
+        return
+    diverged = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), None)
+    if diverged is None and len(first) != len(second):
+        diverged = min(len(first), len(second))
+    checks.add("replayability", "two episodes of seed 0 and the same actions give the same observations, rewards "
+               "and done flags", diverged is None, url,
+               "derive every random choice from reset's seed (random.Random(seed)), not from global state or the clock",
+               "" if diverged is None else f"they differ at frame {diverged}: "
+               f"{first[diverged] if diverged < len(first) else None} vs "
+               f"{second[diverged] if diverged < len(second) else None}"[:400])
+    bad = [reward for _, reward, _ in first if not well_formed(reward)]
+    checks.add("reward_well_formed", "every reward is a finite number or null", not bad, url,
+               "return float rewards (never NaN, infinity, strings or booleans)", f"rewards: {bad}"[:300])
+
+
+def _serve_folder(folder: Path, checks: _Checks, timeout_s: float) -> Any:
+    """Start ``openenv-train serve FOLDER`` (a real server) for the runtime level; None when it does not start."""
+    import os
+    import subprocess
+    import tempfile
+    import time
+
+    workdir = Path(tempfile.mkdtemp(prefix="openenv-train-validate-"))
+    ready, log = workdir / "ready", workdir / "server.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "openenv_train.cli", "serve", str(folder), "--port", "0", "--ready-file", str(ready),
+             "--parent-pid", str(os.getpid())], cwd=folder, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + max(60.0, timeout_s)
+    while time.monotonic() < deadline and process.poll() is None and not (ready.is_file() and ready.read_text()):
+        time.sleep(0.1)
+    url = ready.read_text().strip() if ready.is_file() else ""
+    tail = " | ".join(log.read_text(errors="replace").splitlines()[-5:])
+    if not checks.add("startup", "'openenv-train serve' starts the folder's env and listens", bool(url), str(folder),
+                      "run 'openenv-train serve .' in the folder and fix what its log says", tail[:400]):
+        _stop(process)
+        return None
+    process.url = url  # type: ignore[attr-defined]
+    return process
+
+
+def _stop(process: Any) -> None:
+    import subprocess
+
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_levels(folder: Path | None, url: str | None, level: str, timeout_s: float) -> list[Check]:
+    """The checks of every level up to ``level``, on a folder (static first) or a running server."""
+    top = level_index(level)
+    checks = _Checks()
+    if folder is not None:
+        checks.extend(check_folder(folder))
+        if top == 0 or not all(c.passed for c in checks if c.id != "layout"):
+            return list(checks)
+        process = _serve_folder(folder, checks, timeout_s)
+        if process is None:
+            return list(checks)
+        try:
+            checks.extend(check_server(process.url, timeout_s=timeout_s))
+            if top == 2:
+                _semantic_checks(process.url.rstrip("/"), checks, timeout_s)
+        finally:
+            _stop(process)
+        return list(checks)
+    assert url is not None
+    checks.extend(check_server(url, timeout_s=timeout_s))
+    if top == 2 and all(c.id != "reachable" for c in checks):
+        _semantic_checks(url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}", checks, timeout_s)
+    return list(checks)
+
+
 # -- command -------------------------------------------------------------------------------------
-def _print(checks: list[Check]) -> None:
+def _print(checks: list[Check], severity: dict[str, str]) -> None:
     for check in checks:
         if check.passed:
             typer.echo(f"PASS {check.id}: {check.description}")
         else:
-            typer.echo(f"FAIL {check.id}: {check.description}\n     at: {check.where}"
+            word = "WARN" if severity.get(check.id) == "warn" else "FAIL"
+            typer.echo(f"{word} {check.id}: {check.description}\n     at: {check.where}"
                        + (f"\n     got: {check.details}" if check.details else "") + f"\n     fix: {check.fix}")
 
 
@@ -315,6 +410,12 @@ def validate(
     url: Annotated[str | None, typer.Option(help="Check a running server instead, e.g. http://127.0.0.1:8000.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print a machine-readable JSON report.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each reply of a running server.")] = 5.0,
+    level: Annotated[str | None, typer.Option(help=f"Validation level ceiling, as OpenEnv's: {', '.join(LEVELS)} "
+                                                   "(runtime starts a real server of the folder and drives it; "
+                                                   "semantic also replays seeded episodes). Default: the folder's "
+                                                   "static checks, or a server's runtime checks.")] = None,
+    policy: Annotated[str | None, typer.Option(help="Severity policy version, as OpenEnv's --policy (v1, v2): which "
+                                                    "failed checks only warn. Default: every failed check fails.")] = None,
 ) -> None:
     """Check an env folder (layout, manifest, entry points, classes, schemas) or a running server (HTTP + /ws).
 
@@ -328,21 +429,34 @@ def validate(
         path, url = None, path
     if url is not None and path is not None:
         raise fail("give a folder or --url, not both", code=2)
+    try:
+        if level is not None:
+            level_index(level)
+        severities([], policy)
+    except ValueError as exc:
+        raise fail(str(exc), code=2) from None
+    if url is not None and level is not None and level.lower() == "static":
+        raise fail("--level static reads an env folder; check a running server at --level runtime or semantic",
+                   code=2)
     if url is not None:
-        target, kind, checks = url, "running_environment", check_server(url, timeout_s=timeout)
+        target, kind = url, "running_environment"
+        checks = check_server(url, timeout_s=timeout) if level is None else run_levels(None, url, level, timeout)
     else:
         folder = Path(path or ".").resolve()
         if not folder.is_dir():
             raise fail(f"{folder} is not a folder; give an env folder (with openenv.yaml) or --url", code=2)
-        target, kind, checks = str(folder), "local_environment", check_folder(folder)
-    passed = all(c.passed for c in checks)
+        target, kind = str(folder), "local_environment"
+        checks = check_folder(folder) if level is None else run_levels(folder, None, level, timeout)
+    severity = severities([c.id for c in checks], policy)
+    passed = all(c.passed or severity[c.id] == "warn" for c in checks)
     if json_output:
-        report = {"target": target, "validation_type": kind, "passed": passed,
+        report = {"target": target, "validation_type": kind, "passed": passed, "level": level, "policy": policy,
+                  "warnings": [c.id for c in checks if not c.passed and severity[c.id] == "warn"],
                   "summary": {"passed_count": sum(c.passed for c in checks), "total_count": len(checks),
                               "failed_criteria": [c.id for c in checks if not c.passed]},
-                  "criteria": [asdict(c) for c in checks]}
+                  "criteria": [{**asdict(c), "severity": severity[c.id]} for c in checks]}
         typer.echo(json.dumps(report, indent=2))
     else:
-        _print(checks)
+        _print(checks, severity)
         typer.echo(f"{'passed' if passed else 'FAILED'}: {sum(c.passed for c in checks)}/{len(checks)} checks on {target}")
     raise typer.Exit(0 if passed else 1)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from ..core import lazy_attributes, moved_names
 from ..launch import Endpoint, Provider, http_get_json, register_default_client, wait_healthy, ws_url
+from ._auto import TRUST_REMOTE_CODE_ENV, AutoAction, AutoEnv, RemoteCodeRefused
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
+from ._mcp_ws import McpWsClient, McpWsError, mcp_ws_url
+from ._server_mode import server_mode
 from ._sync import SyncEnvClient
 from ._tasks import TaskApiError, TaskClient, TasksNotSupported
 from ._typed import TypedEnvClient, TypedMCPClient
@@ -27,12 +30,18 @@ __getattr__, __dir__ = lazy_attributes(__name__, moved={
 })
 
 __all__ = [
+    "TRUST_REMOTE_CODE_ENV",
+    "AutoAction",
+    "AutoEnv",
     "ClientState",
     "Endpoint",
     "EnvClient",
     "GenericEnvClient",
     "MCPToolClient",
+    "McpWsClient",
+    "McpWsError",
     "Provider",
+    "RemoteCodeRefused",
     "SyncEnvClient",
     "TaskApiError",
     "TaskClient",
@@ -42,6 +51,8 @@ __all__ = [
     "TypedMCPClient",
     "from_env",
     "http_get_json",
+    "mcp_ws_url",
+    "server_mode",
     "wait_healthy",
     "ws_url",
 ]

@@ -59,7 +59,7 @@ from ._mcp import (
 )
 from ._options import ConfigOption, config_argv, config_options, option
 from ._suggest import did_you_mean
-from ._types import Action, EnvMetadata, Observation, State, StepResult, observation_to_wire
+from ._types import Action, EnvMetadata, Observation, ServerMode, State, StepResult, observation_to_wire
 
 __all__ = [
     "CLIENT_TYPES",
@@ -94,6 +94,7 @@ __all__ = [
     "ReplyTimeout",
     "ServerError",
     "ServerMessage",
+    "ServerMode",
     "ServerStartError",
     "SessionFailed",
     "State",

@@ -8,6 +8,7 @@ accept extra keys, and an observation travels split on the wire as
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,10 +17,30 @@ __all__ = [
     "Action",
     "EnvMetadata",
     "Observation",
+    "ServerMode",
     "State",
     "StepResult",
     "observation_to_wire",
 ]
+
+class ServerMode(enum.StrEnum):
+    """What an env server serves, as OpenEnv's ``ServerMode``: ``simulation`` serves the stateless HTTP control
+    routes (``/reset``, ``/step``, ``/state``) too; ``production`` leaves them out (``/ws``, ``/mcp``,
+    ``/health``, ``/schema``, ``/metadata`` stay), so only sessions drive an env."""
+
+    SIMULATION = "simulation"
+    PRODUCTION = "production"
+
+    @classmethod
+    def parse(cls, value: ServerMode | str) -> ServerMode:
+        """``value`` as a mode (any case); a clear ValueError names the valid ones."""
+        if isinstance(value, ServerMode):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise ValueError(f"unknown server mode {value!r}: use one of {[m.value for m in cls]}") from None
+
 
 #: Keys that the wire carries beside the observation's own fields.
 OBSERVATION_ENVELOPE_KEYS = {"done", "reward", "metadata"}

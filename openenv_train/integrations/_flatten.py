@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..trace import TrainingTurn
+from ..trace import TrainingTurn, refuse_beam_turns
 
 __all__ = ["FlatEpisode", "flatten_turns"]
 
@@ -36,6 +36,9 @@ def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
     A turn whose prompt does not start with everything before it (a chat template that rewrites history)
     ends the flattening there: what was kept is still exactly what the model saw and sampled.
 
+    Raises:
+        BeamTurnNotTrainable: a turn was beam-decoded (``use_beam_search``): not a sample of the policy.
+
     >>> from openenv_train.trace import TrainingTurn
     >>> t0 = TrainingTurn(node_id="a", prompt_token_ids=[1, 2], completion_token_ids=[3], per_token_logps=[-0.5])
     >>> t1 = TrainingTurn(node_id="b", prompt_token_ids=[1, 2, 3, 9], completion_token_ids=[4], per_token_logps=[-1.0])
@@ -43,6 +46,7 @@ def flatten_turns(turns: Sequence[TrainingTurn]) -> FlatEpisode:
     >>> flat.prompt_ids, flat.completion_ids, flat.env_mask, flat.logprobs, flat.turn_starts
     ([1, 2], [3, 9, 4], [1, 0, 1], [-0.5, 0.0, -1.0], [0, 2])
     """
+    refuse_beam_turns(turns, "flatten_turns")
     flat = FlatEpisode()
     if not turns:
         return flat

@@ -39,11 +39,18 @@ class SamplingParams:
     """Return OpenAI ``logprobs`` per choice (token ids and logprobs are returned either way)."""
     top_logprobs: int = 0
     """Alternatives listed per token in ``logprobs`` (0-20)."""
+    use_beam_search: bool = False
+    """Beam search instead of sampling (vLLM's extra): ``n`` is the width, the ``n`` best beams are the choices,
+    best first; deterministic (temperature and seed play no part)."""
+    length_penalty: float = 1.0
+    """With ``use_beam_search``: a beam's score is its summed logprob over its length to this power (vLLM's)."""
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON (lists for tuples)."""
+        """Plain JSON (lists for tuples; the beam options only with ``use_beam_search``)."""
         out = asdict(self)
         out["stop"], out["stop_token_ids"] = list(self.stop), list(self.stop_token_ids)
+        if not self.use_beam_search:
+            del out["use_beam_search"], out["length_penalty"]
         return out
 
 
@@ -131,6 +138,8 @@ class ChatChoice:
     stop_sequence: str | None = None
     """The stop string (``stop``) that ended the completion, when one did and the backend can tell (Anthropic's
     ``stop_reason: "stop_sequence"``)."""
+    beam_score: float | None = None
+    """Beam search: this beam's score (summed logprob over length to ``length_penalty``); None when sampled."""
 
 
 @dataclass

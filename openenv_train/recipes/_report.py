@@ -118,7 +118,8 @@ def _cell(value: Any) -> str:
 def plot_training(records: Sequence[Mapping[str, Any]], path: Path, *, evals: Mapping[str, dict[str, Any]],
                   labels: Mapping[str, str]) -> Path | None:
     """A PNG of rollout reward and win rate over GRPO steps (per step and a moving average), with each evaluation
-    as a point with its 95% interval: the untrained and SFT ones at step 0, the later ones at the last step."""
+    as a point with its 95% interval: the untrained and SFT ones at step 0, the later ones at the last step (a phase
+    whose name has ``beam`` is a beam-search evaluation: a square)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display here, and never one on a cluster
@@ -139,9 +140,10 @@ def plot_training(records: Sequence[Mapping[str, Any]], path: Path, *, evals: Ma
             stat = result["metrics"].get(key)
             if stat is None:
                 continue
-            x = 0 if phase in ("untrained", "sft") else last
+            x = 0 if phase.startswith(("untrained", "sft")) else last
             ax.errorbar([x], [stat["mean"]], yerr=[[stat["mean"] - stat["ci_low"]], [stat["ci_high"] - stat["mean"]]],
-                        fmt="o", capsize=4, color=f"C{i + 1}", label=f"eval (greedy): {labels.get(phase, phase)}")
+                        fmt="s" if "beam" in phase else "o", capsize=4, color=f"C{i + 1}",
+                        label=f"eval ({'beam' if 'beam' in phase else 'greedy'}): {labels.get(phase, phase)}")
         ax.set_xlabel("GRPO step")
         ax.set_title(title)
         ax.grid(alpha=0.3)

@@ -12,6 +12,10 @@ compare with its summary). Output: ``<output_dir>/<name>/traces/``, ``summary.js
 one group per task) and adds pass@k and mean@N over the tasks, with a success defined by ``success_threshold``:
 
     python -m openenv_train.recipes.eval model=CHECKPOINT env=catch agent=action samples=8 temperature=1.0
+
+``beam_width=W`` decodes each reply by beam search instead (the Wordle recipe's beam evaluation):
+
+    python -m openenv_train.recipes.eval model=runs/grpo-wordle/checkpoints/final env=wordle episodes=100 beam_width=16
 """
 
 from __future__ import annotations
@@ -64,6 +68,11 @@ class EvalConfig:
     per_turn_tokens: int | None = None
     """Tokens per model turn; null: the GRPO recipe's 8 for the wordle agent, else 64."""
     temperature: float = 0.0
+    beam_width: int = 0
+    """Decode each reply by beam search of this width instead (``use_beam_search``, at most 16; 0: sample at
+    ``temperature``): the reply is the most likely sequence the beams find, by the model's own log-probability. With
+    a decoding constraint (the Wordle agent's valid guesses, the action agent's legal actions) the beams extend only
+    along it: a width at least the choices ranks every one."""
     order: str = "given"
     """``wordle`` agent: how the model writes a guess, as the Wordle recipe's ``order`` (``given`` or ``any``)."""
     constrained: bool = True
@@ -89,6 +98,9 @@ class EvalConfig:
             raise ValueError(f"episodes must be >= 1, got {self.episodes}")
         if self.samples < 1:
             raise ValueError(f"samples must be >= 1, got {self.samples}")
+        if not 0 <= self.beam_width <= 16 or (self.beam_width and self.samples > 1):
+            raise ValueError(f"beam_width must be between 0 (off) and 16, and needs samples=1 (beams are "
+                             f"deterministic); got beam_width={self.beam_width}, samples={self.samples}")
         if self.samples > 1 and self.temperature <= 0:
             raise ValueError(f"samples={self.samples} needs temperature > 0 (e.g. temperature=1.0): greedy samples of "
                              "a task are all the same episode")
@@ -152,8 +164,9 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     kind = _agent_kind(cfg)
     wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else WordleGRPOSection.per_turn_tokens
     tokens = cfg.per_turn_tokens or (wordle_tokens if kind == "wordle" else 64)
+    beam: dict[str, Any] = {"use_beam_search": True, "n": cfg.beam_width} if cfg.beam_width else {}
     backend = FixedSampling(_backend(cfg.model), temperature=cfg.temperature, max_tokens=tokens,
-                            constrained=cfg.constrained)
+                            constrained=cfg.constrained, **beam)
     pool_cfg = PoolConfig(num_actors=cfg.num_actors, sessions_per_actor=cfg.sessions_per_actor,
                           max_turns=cfg.max_turns, client="mcp" if kind == "tool" else "generic",
                           show_progress=cfg.show_progress, run_id=cfg.name)

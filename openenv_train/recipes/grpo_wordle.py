@@ -8,7 +8,8 @@
 3. Baseline: the untrained policy on a fixed set of held-out secrets (greedy).
 4. Warm start: SFT on games of a teacher: a fixed opening, then random answer words consistent with all marks.
 5. GRPO through the pool (TRL ``rollout_func``): every model call is captured into the run's traces.
-6. The held-out secrets after SFT and after GRPO (and after GRPO without the decoding constraint).
+6. The held-out secrets after SFT and after GRPO, letter-greedy and by beam search (``eval.beam_width``), and after
+   GRPO without the decoding constraint.
 7. ``runs/<name>/``: traces (Parquet), checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``.
 
 Each training phase has a wall-time budget (``sft.budget_s``, ``grpo.budget_s``) and stops cleanly at it.
@@ -36,6 +37,7 @@ from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import GamesFailed
 from ._sections import OutputSection, recipe_pool
+from ._stats import paired_difference
 from ._training import load_model, quiet_libraries, train_sft_in_budget
 from .wordle import (
     REWARD_RUBRIC,
@@ -81,7 +83,10 @@ def PoolSection(**fields: Any) -> PoolConfig:  # noqa: N802 (the section's forme
 console = Console()
 logger = logging.getLogger(__name__)
 LABELS = {"untrained": "untrained", "sft": "after SFT", "grpo": "after GRPO",
-          "grpo_unconstrained": "after GRPO, unconstrained"}
+          "grpo_unconstrained": "after GRPO, unconstrained", "sft_beam": "after SFT, beam",
+          "grpo_beam": "after GRPO, beam"}
+#: The letter-greedy phase each beam-search phase plays the same games as.
+BEAM_OF = {"sft_beam": "sft", "grpo_beam": "grpo"}
 
 
 def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
@@ -111,6 +116,8 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
                               setting="sft.enabled")
             if cfg.sft.enabled:
                 _evaluate(rec, games, model, tokenizer, held, "sft", cfg, constrained=cfg.constrained)
+                if cfg.eval.beam_width:
+                    _evaluate(rec, games, model, tokenizer, held, "sft_beam", cfg, constrained=cfg.constrained)
         with rec.phase("GRPO through the rollout pool", 5):
             grpo = partial(_grpo, games, model, tokenizer, grpo_words, cfg, rec)
             model = rec.train("grpo", out / "checkpoints" / "final", model, grpo, enabled=cfg.grpo.enabled,
@@ -118,6 +125,8 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
         with rec.phase("evaluation after GRPO", 6):
             if cfg.grpo.enabled:
                 _evaluate(rec, games, model, tokenizer, held, "grpo", cfg, constrained=cfg.constrained)
+                if cfg.eval.beam_width:
+                    _evaluate(rec, games, model, tokenizer, held, "grpo_beam", cfg, constrained=cfg.constrained)
                 if cfg.constrained and cfg.eval.unconstrained:
                     _evaluate(rec, games, model, tokenizer, held, "grpo_unconstrained", cfg, constrained=False)
     finally:
@@ -129,13 +138,16 @@ def run(cfg: GrpoWordleConfig, *, resume: bool = False) -> dict[str, Any]:
 
 def _evaluate(rec: RecipeRun, games: WordleGames, model: Any, tokenizer: Any, words: Sequence[str], phase: str,
               cfg: GrpoWordleConfig, *, constrained: bool) -> dict[str, Any]:
-    """Greedy games on the held-out ``words``: win rate, reward, guesses when won, invalid and consistent guesses."""
+    """Games on the held-out ``words``, letter-greedy (a ``*_beam`` phase: each guess the best of an
+    ``eval.beam_width`` beam search): win rate, reward, guesses when won, invalid and consistent guesses."""
     from ..policy import FixedSampling, LocalBackend
+
+    beam: dict[str, Any] = {"use_beam_search": True, "n": cfg.eval.beam_width} if phase in BEAM_OF else {}
 
     def play() -> Any:
         model.eval()
         backend = FixedSampling(LocalBackend(model, tokenizer), temperature=0.0,
-                                max_tokens=cfg.grpo.per_turn_tokens, constrained=constrained)
+                                max_tokens=cfg.grpo.per_turn_tokens, constrained=constrained, **beam)
         return games.play(backend, words, f"eval-{phase}")
 
     def extra(per_task: Sequence[Any]) -> dict[str, Any]:
@@ -205,15 +217,31 @@ def _summary(rec: RecipeRun, cfg: GrpoWordleConfig, held: Sequence[str], sft_wor
              "guesses_when_won": {p: r.get("guesses_when_won") for p, r in evals.items()},
              "budgets": rec.state.data.get("budgets", {}),
              "seconds_this_session": round(time.perf_counter() - started, 1), "config": cfg.as_dict()}
+    if cfg.eval.beam_width:
+        extra["beam"] = _beam_figures(evals, cfg)
     extra["unseen_held_out"] = unseen_held_out(out, held, sft_words if cfg.sft.enabled else (), cfg.teacher.opening,
                                                evals, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
     summary = write_summary(out, evals, order=["untrained", "sft", "grpo"], metric="win", labels=LABELS,
                             extra=extra, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
-                            also=["grpo_unconstrained"])
+                            also=[*BEAM_OF, "grpo_unconstrained"])
     plot_training(rec.metrics.read(), out / "training.png", evals=evals, labels=LABELS)
     console.print((out / "summary.md").read_text())
     console.print(f"wrote {out}: traces/, checkpoints/, metrics.jsonl, training.png, summary.md, summary.json")
     return summary
+
+
+def _beam_figures(evals: dict[str, Any], cfg: GrpoWordleConfig) -> dict[str, Any]:
+    """The beam's win rate beside the letter-greedy one on the same games (paired difference per phase), and
+    GRPO's effect on each (paired: after GRPO minus after SFT)."""
+    def paired(after: str, before: str) -> dict[str, float] | None:
+        if after not in evals or before not in evals:
+            return None
+        return paired_difference(evals[after]["per_task"]["win"], evals[before]["per_task"]["win"],
+                                 resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+
+    return {"width": cfg.eval.beam_width,
+            "beam_minus_greedy": {greedy: paired(beam, greedy) for beam, greedy in BEAM_OF.items()},
+            "grpo_effect": {"greedy": paired("grpo", "sft"), "beam": paired("grpo_beam", "sft_beam")}}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -5,6 +5,8 @@ A :class:`Rubric` scores a :class:`~openenv_train.trace.TraceRow` (sync or async
 (:class:`WeightedSum`, :class:`Components`, :class:`Sequential`, :class:`Gate`, :class:`Max`, :class:`Min`),
 assign credit to steps (:class:`TrajectoryRubric`), grade with a model (:class:`LLMJudge`), use them as TRL
 reward functions (:func:`reward_function`) or add their components to a dataset (:func:`score_dataset`).
+Step rubrics (:class:`StepRubric`, :class:`RubricList`, :class:`RubricDict`) are OpenEnv's: attached to an
+environment, they score each ``(action, observation)`` as it steps.
 """
 
 from ._base import FunctionRubric, Hook, Rubric, RubricResult, run_sync
@@ -19,6 +21,7 @@ from ._catalog import (
 from ._compose import Components, Gate, Max, Min, Sequential, WeightedSum
 from ._dataset import read_table, score_dataset, score_rows, table_rows
 from ._judge import DEFAULT_JUDGE_TEMPLATE, JudgeError, LLMJudge, parse_score, render_prompt
+from ._step import RubricDict, RubricList, StepRubric
 from ._trajectory import Credit, TrajectoryRubric, credit_steps
 from ._trl import as_trace_row, reward_function
 
@@ -35,8 +38,11 @@ __all__ = [
     "Max",
     "Min",
     "Rubric",
+    "RubricDict",
+    "RubricList",
     "RubricResult",
     "Sequential",
+    "StepRubric",
     "TrajectoryRubric",
     "WeightedSum",
     "as_trace_row",

@@ -5,7 +5,7 @@ An env that brings its own ASGI app (a plain FastAPI app of an OpenEnv env folde
 """
 
 from ._asgi import AsgiApp, AsgiServer, is_asgi_app, run_asgi_server
-from ._environment import Environment, EnvSpecInfo
+from ._environment import Environment, EnvSpecInfo, RubricFailed
 from ._loader import load_class
 from ._mcp_environment import MCPEnvironment, ToolCallFailed, ToolSpec, result_payload, tool
 from ._run import run_server
@@ -21,6 +21,7 @@ __all__ = [
     "EnvSpecInfo",
     "Environment",
     "MCPEnvironment",
+    "RubricFailed",
     "ServerConfig",
     "TaskSplit",
     "ToolCallFailed",

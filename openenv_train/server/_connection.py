@@ -126,12 +126,13 @@ class Connection(HttpConnection):
         self.denied = self._auth_error(request.path, request.headers)
 
     def on_request(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse] | None:
-        upgrade = (request.headers.get("upgrade", "").lower() == "websocket"
-                   and request.path.rstrip("/") == "/ws")
+        path = request.path.rstrip("/")
+        # /ws carries OpenEnv session messages; /mcp bare JSON-RPC (MCP over WebSocket, as OpenEnv 0.10).
+        upgrade = request.headers.get("upgrade", "").lower() == "websocket" and path in ("/ws", "/mcp")
         if self.denied is not None:
             return self._refusal(self.denied, close=upgrade)
         if upgrade:
-            self._upgrade(request.headers)
+            self._upgrade(request.headers, mcp=path == "/mcp")
             return None
         try:
             answer = self.server.routes.handle(request.method, request.target, request.body)
@@ -163,7 +164,7 @@ class Connection(HttpConnection):
         ], close=close)
 
     # -- WebSocket ---------------------------------------------------------------------------------
-    def _upgrade(self, headers: dict[str, str]) -> None:
+    def _upgrade(self, headers: dict[str, str], *, mcp: bool = False) -> None:
         key = headers.get("sec-websocket-key", "").encode("latin-1")
         if headers.get("sec-websocket-version") != "13" or len(base64.b64decode(key + b"===", validate=False)) != 16:
             self.fail(400, "invalid WebSocket handshake: need Sec-WebSocket-Version 13 and a 16-byte key")
@@ -179,12 +180,12 @@ class Connection(HttpConnection):
         config = self.server.config
         self.ws = ServerProtocol(state=WsState.OPEN, max_size=config.max_message_size)
         self.rules = WsSession(max_messages_per_s=config.max_messages_per_s, message_burst=config.message_burst,
-                               max_message_size=config.max_message_size, count=self.server.count_limit)
+                               max_message_size=config.max_message_size, count=self.server.count_limit, mcp=mcp)
         registry = self.server.registry
         if registry.executor is None:
             self.phase = Phase.OPEN
             try:
-                self.session = registry.create("ws")
+                self.session = registry.create(self.rules.kind)
             except ProtocolError as exc:
                 self._ws_fail(exc)
                 return
@@ -196,7 +197,8 @@ class Connection(HttpConnection):
 
     async def _create_session(self) -> None:
         try:
-            session = await self.server.registry.create_async("ws")
+            assert self.rules is not None
+            session = await self.server.registry.create_async(self.rules.kind)
         except ProtocolError as exc:
             self._ws_fail(exc)
             return

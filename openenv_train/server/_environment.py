@@ -10,10 +10,10 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, get_args, 
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
-from ..core import Action, EnvMetadata, Observation, State
+from ..core import Action, EnvMetadata, Observation, OpenEnvTrainError, State
 from ._tasks import TaskSplit, find_split
 
-__all__ = ["LIST_TASKS_LIMIT", "Environment", "EnvSpecInfo"]
+__all__ = ["LIST_TASKS_LIMIT", "EnvSpecInfo", "Environment", "RubricFailed"]
 
 #: Most task specs ``list_tasks`` returns (a seeded game's split holds a million seeds): OpenEnv lets a large
 #: split answer a bounded preview; ``get_task_range`` pages through the rest.
@@ -58,6 +58,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: Names of ``state`` fields a player must not see (Wordle's ``secret``, an opponent's cards): the
     #: ``serve --web`` playground leaves them out of its State panel unless "show hidden" is ticked.
     hidden_state_fields: ClassVar[frozenset[str]] = frozenset()
+    #: A step rubric (OpenEnv's ``Environment.rubric``): any callable ``(action, observation) -> float`` with an
+    #: optional ``reset()``, e.g. :class:`openenv_train.rubrics.StepRubric` or OpenEnv's own ``Rubric``. Set it
+    #: in ``__init__``; ``step`` scores with :meth:`_apply_rubric` and ``reset`` clears it with :meth:`_reset_rubric`.
+    rubric: Any = None
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None,
               **options: Any) -> ObsT | Awaitable[ObsT]:
@@ -113,6 +117,53 @@ class Environment(Generic[ActT, ObsT, StateT]):
         index=...)`` unless ``reset`` names ``split`` itself (then it gets both, as OpenEnv passes them)."""
         return find_split(self.task_splits(), split).reset_options(index)
 
+    # -- an attached rubric, as OpenEnv's Environment applies it ---------------------------------------
+    def _apply_rubric(self, action: Any, observation: Any) -> float:
+        """The attached rubric's score of this step (0.0 without one), as OpenEnv's ``_apply_rubric``.
+
+        Raises:
+            RubricFailed: the rubric raised (the session stays; the step answers an execution error).
+        """
+        if self.rubric is None:
+            return 0.0
+        if inspect.iscoroutinefunction(getattr(self.rubric, "forward", None)):
+            raise RubricFailed(self.rubric, TypeError("the rubric is async; score with 'await _apply_rubric_async'"))
+        try:
+            score = self.rubric(action, observation)
+        except Exception as exc:
+            raise RubricFailed(self.rubric, exc) from exc
+        if inspect.isawaitable(score):
+            if inspect.iscoroutine(score):
+                score.close()  # never awaited: close it rather than leak a warning
+            raise RubricFailed(self.rubric, TypeError("the rubric is async; score with 'await _apply_rubric_async'"))
+        return float(score)
+
+    async def _apply_rubric_async(self, action: Any, observation: Any) -> float:
+        """:meth:`_apply_rubric` for async rubrics (an awaitable score is awaited)."""
+        if self.rubric is None:
+            return 0.0
+        try:
+            score = self.rubric(action, observation)
+            if inspect.isawaitable(score):
+                score = await score
+        except Exception as exc:
+            raise RubricFailed(self.rubric, exc) from exc
+        return float(score)
+
+    def _reset_rubric(self) -> None:
+        """Clear the attached rubric's episode state (its ``reset()``), as OpenEnv's ``_reset_rubric``."""
+        reset = getattr(self.rubric, "reset", None)
+        if callable(reset):
+            reset()
+
+    async def _reset_rubric_async(self) -> None:
+        """:meth:`_reset_rubric`, awaiting the rubric's ``reset_async()`` where it has one."""
+        reset = getattr(self.rubric, "reset_async", None) or getattr(self.rubric, "reset", None)
+        if callable(reset):
+            result = reset()
+            if inspect.isawaitable(result):
+                await result
+
     @classmethod
     def render_observation(cls, observation: dict[str, Any]) -> str | None:
         """A human view of an observation (a Wordle board, a game board, a screenshot) as a safe HTML fragment.
@@ -145,6 +196,16 @@ class Environment(Generic[ActT, ObsT, StateT]):
             info = EnvSpecInfo(cls)
             cls._spec_info = info  # type: ignore[attr-defined]
         return info
+
+
+class RubricFailed(OpenEnvTrainError):
+    """An env's attached rubric raised while scoring a step."""
+
+    def __init__(self, rubric: Any, cause: BaseException) -> None:
+        name = type(rubric).__name__
+        super().__init__(f"the env's rubric {name} raised {type(cause).__name__}: {cause}; fix the rubric (the "
+                         "session stays open, this step was not scored)")
+        self.rubric = rubric
 
 
 def _options_model(env_cls: type[Any], names: frozenset[str], accepts_any: bool) -> type[BaseModel]:

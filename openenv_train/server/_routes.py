@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core import JsonRpcCode, ProtocolError, dumps, jsonrpc_error, loads
+from ..core import JsonRpcCode, ProtocolError, ServerMode, dumps, jsonrpc_error, loads
 from ._mcp_rpc import McpRpc
 from ._session import Session, SessionRegistry, payload_json
 from ._task_routes import TaskRoutes
@@ -33,6 +33,9 @@ _ROUTES: dict[str, tuple[str, ...]] = {
     "/ws": ("GET",),
 }
 
+#: The routes ``ServerMode.PRODUCTION`` leaves out (as OpenEnv's ``register_routes`` does).
+SIMULATION_ONLY = frozenset({"/reset", "/step", "/state"})
+
 
 def _detail(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
     return {"loc": loc, "msg": msg, "type": kind}
@@ -41,14 +44,17 @@ def _detail(loc: list[Any], msg: str, kind: str) -> dict[str, Any]:
 class HttpRoutes:
     """Answers every HTTP route of the protocol for one registry."""
 
-    def __init__(self, registry: SessionRegistry, mcp: McpRpc, *, version: str) -> None:
+    def __init__(self, registry: SessionRegistry, mcp: McpRpc, *, version: str,
+                 mode: ServerMode = ServerMode.SIMULATION) -> None:
         self.registry = registry
+        self.mode = mode
+        self._hidden = SIMULATION_ONLY if mode is ServerMode.PRODUCTION else frozenset()
         self.mcp = mcp
         self.version = version
         env_cls = registry.info.env_cls
         self._metadata = env_cls.metadata_info().model_dump()
         self._schema = registry.info.schema()
-        self._openapi = dumps(_openapi(self._metadata, self._schema, version))
+        self._openapi = dumps(_openapi(self._metadata, self._schema, version, self._hidden))
         self.tasks = TaskRoutes(self._metadata["name"], self._with_env)
         self.web: Callable[[str, str], Response] | None = None
         """The ``/web`` playground's handler (``ServerConfig.web``); None answers 404 there."""
@@ -58,7 +64,7 @@ class HttpRoutes:
         target, path = path, path.split("?", 1)[0].rstrip("/") or "/"
         if self.web is not None and (path == "/web" or path.startswith("/web/")):
             return self.web(method, target)
-        allowed = _ROUTES.get(path)
+        allowed = None if path in self._hidden else _ROUTES.get(path)
         task_route = self.tasks.match(path) if allowed is None else None
         if task_route is not None:
             parsed = _json_object(body) if method == "POST" else {}
@@ -190,7 +196,8 @@ def _step_body(body: dict[str, Any]) -> tuple[dict[str, Any], float | None, dict
     return action, timeout_s, extra  # type: ignore[return-value]
 
 
-def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> dict[str, Any]:
+def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str,
+             hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
     def op(summary: str, request: dict[str, Any] | None = None, response: dict[str, Any] | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "summary": summary,
@@ -206,7 +213,7 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
         "properties": {"observation": {"type": "object"}, "reward": {"type": ["number", "null"]},
                        "done": {"type": "boolean"}, "metadata": {"type": "object"}},
     }
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         # info.version is the version of the OpenEnv HTTP API served (what `openenv validate` profiles).
         "info": {"title": metadata["name"], "description": metadata["description"], "version": OPENENV_HTTP_API_VERSION,
@@ -228,6 +235,9 @@ def _openapi(metadata: dict[str, Any], schema: dict[str, Any], version: str) -> 
             **_task_paths(metadata["name"], op),
         },
     }
+    for path in hidden:
+        del document["paths"][path]
+    return document
 
 
 def _task_paths(name: str, op: Callable[..., dict[str, Any]]) -> dict[str, Any]:

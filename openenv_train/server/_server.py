@@ -13,7 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import TOKEN_ENV, ErrorCode, ProtocolError, ServerStartError, option, resolve_token, warn_if_exposed
+from ..core import (
+    TOKEN_ENV,
+    ErrorCode,
+    ProtocolError,
+    ServerMode,
+    ServerStartError,
+    option,
+    resolve_token,
+    warn_if_exposed,
+)
 from ..http import TaskSet
 from ._connection import Connection
 from ._environment import Environment
@@ -53,6 +62,9 @@ class ServerConfig:
         "How long a shutdown waits for requests in flight.", cli=False))
     web: bool = field(default=False, metadata=option(
         "Also serve a playground page at /web (action form, reset/step, history)."))
+    mode: str = field(default=ServerMode.SIMULATION.value, metadata=option(
+        "OpenEnv's server mode: 'simulation' serves the stateless HTTP /reset, /step and /state too; 'production' "
+        "leaves them out (sessions on /ws and /mcp, /health, /schema, /metadata stay).", envvar="OPENENV_MODE"))
     token: str | None = field(default=None, repr=False, metadata=option(
         "Shared secret every route but /health requires (Authorization: Bearer <token>). None reads token_file, "
         "else $OPENENV_TRAIN_TOKEN; \"\" turns authentication off even when that is set.", cli=False))
@@ -66,6 +78,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         self.token = resolve_token(self.token, self.token_file, TOKEN_ENV)
+        self.mode = ServerMode.parse(self.mode).value
         self.token_file = None  # resolved: a copy of this config carries the token itself
         if self.max_messages_per_s is not None and self.max_messages_per_s <= 0:
             raise ValueError(f"max_messages_per_s must be > 0 or None, got {self.max_messages_per_s}")
@@ -108,7 +121,7 @@ class EnvServer:
         self.mcp = McpRpc(self.registry)
         from .. import __version__
 
-        self.routes = HttpRoutes(self.registry, self.mcp, version=__version__)
+        self.routes = HttpRoutes(self.registry, self.mcp, version=__version__, mode=ServerMode(self.config.mode))
         if self.config.web:
             from ._web import WebRoutes
 

@@ -9,6 +9,7 @@ touches a socket or the event loop, so the rules are unit-tested without either.
 from __future__ import annotations
 
 import enum
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 
 from websockets.frames import Frame, Opcode
 
-from ..core import ErrorCode, ProtocolError, decode_client_message, encode_error
+from ..core import ErrorCode, JsonRpcCode, ProtocolError, decode_client_message, dumps, encode_error, jsonrpc_error
 from ._limits import TokenBucket
 from ._session import CLOSE, Session
 
@@ -79,16 +80,23 @@ class WsSession:
         message_burst: messages allowed at once before the cap applies (None: ``max(1, rate)``).
         max_message_size: the server's limit on one message, named in the message-too-big error.
         count: called with a limit's name each time it is hit (the server's ``limit_hits``).
+        mcp: the ``/mcp`` WebSocket: messages and errors are bare JSON-RPC 2.0, not OpenEnv session messages.
     """
 
-    __slots__ = ("rate", "burst", "max_message_size", "count", "bucket", "fragments")
+    __slots__ = ("rate", "burst", "max_message_size", "count", "bucket", "fragments", "mcp")
 
     def __init__(self, *, max_messages_per_s: float | None, message_burst: int | None, max_message_size: int,
-                 count: Callable[[str], None]) -> None:
+                 count: Callable[[str], None], mcp: bool = False) -> None:
         self.rate, self.burst, self.max_message_size, self.count = (max_messages_per_s, message_burst,
                                                                     max_message_size, count)
+        self.mcp = mcp
         self.bucket: TokenBucket | None = None
         self.fragments: list[bytes] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The session kind this connection's registry entry gets."""
+        return "mcp" if self.mcp else "ws"
 
     # -- frames in ---------------------------------------------------------------------------------
     def frame(self, frame: Frame) -> tuple[bytes, Opcode] | Any:
@@ -111,6 +119,8 @@ class WsSession:
     # -- messages in, actions out ------------------------------------------------------------------
     def message(self, data: bytes, opcode: Opcode, session: Session, mcp: Any) -> list[Action]:
         """Handle one complete message on ``session``."""
+        if self.mcp:
+            return self._jsonrpc(data, session, mcp)
         if opcode is Opcode.TEXT:
             try:
                 payload: str | bytes = data.decode()
@@ -137,6 +147,26 @@ class WsSession:
             return [reply]
         return [Run(reply)]
 
+    def _jsonrpc(self, data: bytes, session: Session, mcp: Any) -> list[Action]:
+        """One JSON-RPC request on the ``/mcp`` WebSocket; every failure is a JSON-RPC error and the session stays."""
+        try:
+            request = json.loads(data)
+        except ValueError as exc:
+            return [dumps(jsonrpc_error(None, JsonRpcCode.PARSE_ERROR, f"Parse error: {exc}"))]
+        limited = self._over_rate()
+        if limited is not None:
+            request_id = request.get("id") if isinstance(request, dict) else None
+            return [dumps(jsonrpc_error(request_id, JsonRpcCode.SERVER_ERROR, limited.message, limited.details))]
+        try:
+            reply = mcp(request, session)
+        except Exception as exc:
+            log.exception("session %s: MCP request failed", session.id)
+            return [dumps(jsonrpc_error(_request_id(request), JsonRpcCode.INTERNAL_ERROR,
+                                        f"{type(exc).__name__}: {exc}"))]
+        if isinstance(reply, dict):
+            return [dumps(reply)]
+        return [Run(_jsonrpc_text(reply, _request_id(request)))]
+
     def finished(self, outcome: Any, session: Session) -> list[Action]:
         """The outcome of a :class:`Run`: its reply frame, or the exception it raised."""
         if isinstance(outcome, str):
@@ -154,6 +184,9 @@ class WsSession:
 
     def fail(self, exc: ProtocolError, code: int | None = None) -> list[Action]:
         """An error frame, then close (``code``, else the error's own close code)."""
+        if self.mcp:
+            answer = dumps(jsonrpc_error(None, JsonRpcCode.SERVER_ERROR, exc.message, exc.details or None))
+            return [answer, Close(code or CLOSE_CODES.get(exc.code, 1011), exc.code.value)]
         return [encode_error(exc), Close(code or CLOSE_CODES.get(exc.code, 1011), exc.code.value)]
 
     def too_big(self, detail: Exception) -> list[Action]:
@@ -185,3 +218,16 @@ class WsSession:
             f"the message was not run; retry in {wait_s:.3f}s or serve with a larger --max-messages-per-s",
             limit="max_messages_per_s", value=rate, burst=self.bucket.burst, retry_after_s=round(wait_s, 3),
         )
+
+
+def _request_id(request: Any) -> Any:
+    return request.get("id") if isinstance(request, dict) else None
+
+
+async def _jsonrpc_text(reply: Awaitable[Any], request_id: Any) -> str:
+    """An MCP call's awaited answer as JSON text; a failure becomes a JSON-RPC error, never a closed session."""
+    try:
+        return dumps(await reply)
+    except Exception as exc:
+        log.exception("MCP request failed")
+        return dumps(jsonrpc_error(request_id, JsonRpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))

@@ -9,6 +9,7 @@ from ._atif import ATIF_VERSION, export_atif, to_atif
 from ._call_graph import CallGraph, CallLine, CallNode, PrefixBreak, call_graph
 from ._capture import TURN_METADATA_KEYS, CaptureStore, build_turn, completion_loss_mask, openai_logprobs
 from ._conversation import Segment, conversation, reply_of, segments, text_of
+from ._decoding import BEAM_DECODED, BeamTurnNotTrainable, beam_decoded, refuse_beam_turns
 from ._errors import (
     CaptureError,
     CaptureSessionExists,
@@ -37,12 +38,14 @@ from ._writer import MANIFEST_NAME, TRACES_DIR, EpisodeKey, TraceWriter, episode
 
 __all__ = [
     "ATIF_VERSION",
+    "BEAM_DECODED",
     "MANIFEST_NAME",
     "MIGRATIONS",
     "ROW_SCHEMA_VERSION",
     "TRACES_DIR",
     "TRACE_SCHEMA",
     "TURN_METADATA_KEYS",
+    "BeamTurnNotTrainable",
     "CallGraph",
     "CallLine",
     "CallNode",
@@ -66,6 +69,7 @@ __all__ = [
     "TrainingTrace",
     "TrainingTurn",
     "UnknownCaptureSession",
+    "beam_decoded",
     "build_turn",
     "call_graph",
     "completion_loss_mask",
@@ -78,6 +82,7 @@ __all__ = [
     "mask_secret",
     "migrate_record",
     "openai_logprobs",
+    "refuse_beam_turns",
     "push_to_hub",
     "read_traces",
     "reply_of",

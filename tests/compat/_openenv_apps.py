@@ -1,6 +1,7 @@
 """Environments written against openenv-core's own API, served by openenv-core's ``create_app``.
 
-Run as a script: ``python _openenv_apps.py {counter|echo} READY_FILE``. It binds a free
+Run as a script: ``python _openenv_apps.py {counter|echo|scored} READY_FILE`` (``scored``: the counter with an
+attached rubric, in production mode; openenv >= 0.10 only). It binds a free
 127.0.0.1 port itself (no race), serves the app under uvicorn, and writes the port to
 READY_FILE once listening. It exits when its parent dies.
 """
@@ -136,7 +137,51 @@ class OEEchoEnvironment(MCPEnvironment):
         return self._state
 
 
+def build_scored_app() -> Any:
+    """OECounterEnvironment whose reward comes from an attached OpenEnv rubric (a RubricDict picked by the action's
+    sign), served in ServerMode.PRODUCTION. A rubric that raises (the counter at 13) fails the step."""
+    from openenv.core.env_server.types import ServerMode
+    from openenv.core.rubrics import Rubric, RubricDict
+
+    class Value(Rubric):
+        def __init__(self, scale: float) -> None:
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, action: Any, observation: Any) -> float:
+            if observation.value == 13:
+                raise ValueError("unlucky 13")
+            return observation.value * self.scale
+
+    class Pick(Rubric):
+        def __init__(self) -> None:
+            super().__init__()
+            self.by_sign = RubricDict({"up": Value(1.0), "down": Value(-1.0)})
+
+        def forward(self, action: Any, observation: Any) -> float:
+            return self.by_sign["up" if action.delta >= 0 else "down"](action, observation)
+
+    class OEScoredEnvironment(OECounterEnvironment):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rubric = Pick()
+
+        def reset(self, *args: Any, **kwargs: Any) -> OECounterObservation:
+            self._reset_rubric()
+            return super().reset(*args, **kwargs)
+
+        def step(self, action: OECounterAction, timeout_s: float | None = None, **kwargs: Any) -> OECounterObservation:
+            obs = super().step(action, timeout_s, **kwargs)
+            obs.reward = self._apply_rubric(action, obs)
+            return obs
+
+    return create_app(OEScoredEnvironment, OECounterAction, OECounterObservation, env_name="oe_scored",
+                      max_concurrent_envs=MAX_CONCURRENT_ENVS, mode=ServerMode.PRODUCTION)
+
+
 def build_app(kind: str) -> Any:
+    if kind == "scored":
+        return build_scored_app()
     if kind == "counter":
         return create_app(OECounterEnvironment, OECounterAction, OECounterObservation, env_name="oe_counter",
                           max_concurrent_envs=MAX_CONCURRENT_ENVS)

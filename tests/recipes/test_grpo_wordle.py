@@ -23,7 +23,7 @@ import yaml
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.launch import LocalProcessProvider
 from openenv_train.recipes.wordle import GrpoWordleConfig, WordleEvalSection, WordleGRPOSection
-from openenv_train.trace import read_traces
+from openenv_train.trace import beam_decoded, read_traces
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "grpo_wordle_smoke.yaml"
@@ -88,8 +88,14 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     rows = read_traces(run)
     ids = [r.episode_id for r in rows]
     assert len(ids) == len(set(ids))
-    for phase in ("untrained", "sft", "grpo", "grpo_unconstrained"):
+    for phase in ("untrained", "sft", "grpo", "grpo_unconstrained", "sft_beam", "grpo_beam"):
         assert sum(r.episode_id.startswith(f"eval-{phase}-") for r in rows) == 8
+    for row in rows:  # the beam games' turns are marked beam-decoded, one per beam, and carry no token data
+        beam = row.episode_id.startswith(("eval-sft_beam-", "eval-grpo_beam-"))
+        assert all((beam_decoded(t) is not None) == beam for t in row.trace.turns), row.episode_id
+        if beam:
+            assert row.rollout_type == "eval" and all(not t.completion_token_ids for t in row.trace.turns)
+            assert {beam_decoded(t)["width"] for t in row.trace.turns} == {16}  # type: ignore[index]
     grpo = [r for r in rows if r.episode_id.startswith("grpo-")]
     assert {r.episode_id.split("-")[1] for r in grpo} == {"s0", "s1", "s2", "s3"}  # 4 steps x 2 groups x 2 games
     assert len(grpo) == 16 and all(r.ok and r.trace.turns for r in grpo)
@@ -128,7 +134,12 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     # the plot and the summaries
     assert (run / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((run / "summary.json").read_text())
-    assert set(summary["phases"]) == {"untrained", "sft", "grpo", "grpo_unconstrained"}
+    assert set(summary["phases"]) == {"untrained", "sft", "grpo", "grpo_unconstrained", "sft_beam", "grpo_beam"}
+    beam = summary["beam"]
+    assert beam["width"] == 16 and set(beam["beam_minus_greedy"]) == {"sft", "grpo"}
+    assert beam["beam_minus_greedy"]["grpo"]["mean"] == pytest.approx(
+        summary["phases"]["grpo_beam"]["win"]["mean"] - summary["phases"]["grpo"]["win"]["mean"])
+    assert set(beam["grpo_effect"]) == {"greedy", "beam"}
     for phase in summary["phases"].values():
         assert {"reward", "win", "guesses", "greens", "yellows", "invalid_rate", "consistent"} <= set(phase)
         assert all(m["ci_low"] <= m["mean"] <= m["ci_high"] and m["n"] == 8 for m in phase.values())
@@ -139,13 +150,14 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     assert imp["ci_low"] <= imp["mean"] <= imp["ci_high"]
     # the constraint: no illegal guess in any constrained phase, the random model included; without it the
     # untrained-sized model writes some
-    for phase in ("untrained", "sft", "grpo"):
+    for phase in ("untrained", "sft", "grpo", "sft_beam", "grpo_beam"):
         assert summary["phases"][phase]["invalid_rate"]["mean"] == 0.0
     assert set(summary["guesses_when_won"]) >= {"untrained", "sft", "grpo", "grpo_unconstrained"}
     assert summary["budgets"]["sft"]["steps"] >= 1 and summary["budgets"]["sft"]["budget_s"] == 40
     assert "grpo" in summary["budgets"]
     md = (run / "summary.md").read_text()
     assert "| win |" in md and "Improvement in win" in md and "after GRPO, unconstrained" in md
+    assert "after GRPO, beam" in md
     config = (run / "config.yaml").read_text()
     assert "num_generations: 2" in config
 
@@ -157,6 +169,15 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     replay = json.loads((tmp_path / "replay" / "summary.json").read_text())["phases"]["eval"]
     for name in ("win", "reward", "guesses", "invalid_rate"):
         assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo"][name]["mean"]), name
+    # and with beam_width=16, the beam evaluation's
+    done = subprocess.run([sys.executable, "-m", "openenv_train.recipes.eval", f"model={run / 'checkpoints' / 'final'}",
+                           "env=wordle", "episodes=8", f"output_dir={tmp_path}", "name=beam", "show_progress=false",
+                           "num_actors=1", "beam_width=16"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    replay = json.loads((tmp_path / "beam" / "summary.json").read_text())["phases"]["eval"]
+    for name in ("win", "reward", "guesses", "invalid_rate"):
+        assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo_beam"][name]["mean"]), name
 
 
 def test_unknown_settings_are_refused_with_the_valid_ones(tmp_path: Path) -> None:

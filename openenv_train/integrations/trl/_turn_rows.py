@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...trace import TraceRow
+from ...trace import TraceRow, refuse_beam_turns
 from ._allowed import AllowedTokens, allowed_mask
 
 if TYPE_CHECKING:
@@ -52,9 +52,13 @@ def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = N
     >>> row = SimpleNamespace(trace=SimpleNamespace(turns=turns))
     >>> [(t.episode, t.prompt_ids, t.completion_ids) for t in turn_rows([row])]
     [(0, [1, 2], [3]), (0, [1, 5], [4])]
+
+    Raises:
+        BeamTurnNotTrainable: a turn was beam-decoded (``use_beam_search``): not a sample of the policy.
     """
     out = []
     for i, row in enumerate(rows):
+        refuse_beam_turns(row.trace.turns, "turn_rows")
         for turn in (row.trace.turns if trained is None else trained(row)):
             completion = list(turn.completion_token_ids)[:limit]
             if not completion:

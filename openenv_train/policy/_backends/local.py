@@ -328,6 +328,8 @@ class LocalBackend:
             InvalidRequest: as :meth:`chat` (before the first event).
             BackendFailed: the model failed on this request.
         """
+        if request.sampling.use_beam_search:
+            raise InvalidRequest(_BEAM_STREAM, param="stream")
         prepared = await self._prepare(request)
         feed = TokenFeed(len(prepared.rows))
         rows = [dataclasses.replace(row, stream=feed.row(i)) for i, row in enumerate(prepared.rows)]
@@ -383,24 +385,33 @@ class LocalBackend:
         seed = params.seed if params.seed is not None else secrets.randbits(63)
         stop_ids = self.eos_ids | frozenset(params.stop_token_ids)
         rows = [Row(prompt, params, max_new, (seed + i) % 2**63, stop_ids, guide, constraint=request.constraint)
-                for i in range(params.n)]
+                for i in range(1 if params.use_beam_search else params.n)]  # one beam row holds all n beams
         return _Prepared(rows, prompt, continued, time.perf_counter() - start, max_new, seed, stop_ids, guide)
 
     def _result(self, request: ChatRequest, prepared: _Prepared, outputs: list[Any], batch: Any) -> ChatResult:
         """The answer from the rows' outputs (a row's error is raised)."""
         params, parse_tools = request.sampling, _parses_tools(request)
+        version = outputs[0].version if outputs else self.version
+        if params.use_beam_search:
+            for out in outputs:
+                if out.error is not None:
+                    raise out.error
+            outputs = [beam for out in outputs for beam in out.beams or [out]]
         choices = [self._choice(out, request, parse_tools) for out in outputs]
-        if prepared.guide is not None:
+        if prepared.guide is not None and not params.use_beam_search:  # beams are never trained on
             self._remember_guide(prepared.prompt, outputs, prepared.guide)
         used = {**params.to_json(), "max_tokens": prepared.max_new, "seed": prepared.seed,
                 "stop_token_ids": sorted(prepared.stop_ids)}
-        version = outputs[0].version if outputs else self.version
         info: dict[str, Any] = {"backend": "local", "policy_version": version,
                                 "continued_from": prepared.continued, "batch_rows": batch.batch_rows,
                                 "timings": {"render_s": prepared.render_s, "queue_s": batch.queue_s,
                                             "generate_s": batch.generate_s}}
-        if request.constraint is not None:  # logprobs are of the masked distribution (see _engine.generation)
-            info["constraint"] = {**request.constraint.describe(), "logprobs": "masked"}
+        if request.constraint is not None:  # sampled: logprobs of the masked distribution (see _engine.generation)
+            info["constraint"] = {**request.constraint.describe(),
+                                  "logprobs": "model" if params.use_beam_search else "masked"}
+        if params.use_beam_search:  # the beams are the model's most likely sequences, not samples of it
+            info["decoding"] = {"method": "beam_search", "width": params.n, "length_penalty": params.length_penalty,
+                                "scores": [c.beam_score for c in choices]}
         return ChatResult(self.model_id, choices, prepared.prompt, exact=True, sampling_used=used, info=info)
 
     def _remember_guide(self, prompt: list[int], outputs: list[Any], guide: Any) -> None:
@@ -494,7 +505,8 @@ class LocalBackend:
         message = reply_message(out.text, parse_tools=parse_tools)
         finish: FinishReason = "tool_calls" if "tool_calls" in message and out.finish_reason == "stop" \
             else out.finish_reason
-        choice = ChatChoice(message, finish, out.token_ids, out.logprobs, stop_sequence=out.stop_sequence)
+        choice = ChatChoice(message, finish, out.token_ids, out.logprobs, stop_sequence=out.stop_sequence,
+                            beam_score=out.score)
         if request.sampling.logprobs:
             choice.openai_logprobs = self._openai_logprobs(out, request)
         return choice
@@ -561,11 +573,34 @@ def _check_supported(request: ChatRequest) -> None:
         raise InvalidRequest(f"'{unsupported}' is not supported by the local backend (it enforces a list of choices "
                              "or a regex: guided_choice, guided_regex, structured_outputs.choice/regex)",
                              param=unsupported.partition(".")[0])
+    if request.sampling.use_beam_search:
+        _check_beam(request)
     if request.tool_choice not in (None, "auto", "none"):
         raise InvalidRequest(
             f"tool_choice={request.tool_choice!r} needs constrained decoding, which the local backend does not do; "
             "use 'auto' or 'none'", param="tool_choice",
         )
+
+
+_BEAM_STREAM = ("'use_beam_search' cannot be streamed: the best beams are known only once every beam has ended; "
+                "drop 'stream'")
+
+
+def _check_beam(request: ChatRequest) -> None:
+    """Options that cannot go with beam search get a 400 that says why."""
+    params = request.sampling
+    if request.stream:
+        raise InvalidRequest(_BEAM_STREAM, param="stream")
+    why = {"top_p": (params.top_p < 1.0, "it samples from the most likely tokens; beams keep the most likely "
+                                         "sequences"),
+           "top_k": (params.top_k > 0, "it samples from the k most likely tokens; beams keep the most likely "
+                                       "sequences"),
+           "stop": (bool(params.stop), "a stop string can end a beam in the middle of a token; use "
+                                       "'stop_token_ids'"),
+           "top_logprobs": (params.top_logprobs > 0, "beams report each token's own logprob only")}
+    for name, (bad, reason) in why.items():
+        if bad:
+            raise InvalidRequest(f"'{name}' cannot be used with 'use_beam_search': {reason}", param=name)
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

@@ -86,6 +86,7 @@ class EngineCore:
             Exception: whatever the model raises (the whole batch failed).
         """
         outputs, todo = self._guided(rows)
+        todo = self._beams(outputs, todo)
         if todo:
             settings = self.settings
             with DECODING.using(settings.threads, settings.switch_s):
@@ -104,6 +105,7 @@ class EngineCore:
         ended, joining = [], []
         for key, rows, on_step in batches:
             outputs, todo = self._guided(rows)
+            todo = self._beams(outputs, todo)
             if not todo:
                 ended.append(Ended(key, [out if out is not None else RowOutput() for out in outputs]))
                 continue
@@ -160,6 +162,21 @@ class EngineCore:
                     continue
             todo.append((i, row))
         return outputs, todo
+
+    def _beams(self, outputs: list[RowOutput | None], todo: list[tuple[int, Row]]) -> list[tuple[int, Row]]:
+        """Decode the beam-search rows of ``todo`` (all together, now, into ``outputs``); the sampled rows left.
+        Beam rows never join a running decode: they decode between its steps, in one batch of their own."""
+        beams = [(i, row) for i, row in todo if row.params.use_beam_search]
+        if not beams:
+            return todo
+        from .beam import beam_rows
+
+        settings = self.settings
+        with DECODING.using(settings.threads, settings.switch_s):
+            done = beam_rows(self.model, self.tokenizer, [row for _, row in beams], pad_id=settings.pad_id)
+        for (i, _), out in zip(beams, done, strict=True):
+            outputs[i] = out
+        return [(i, row) for i, row in todo if not row.params.use_beam_search]
 
     def guide_for(self, constraint: Any) -> Any:
         """The guide of ``constraint`` (cached by content).

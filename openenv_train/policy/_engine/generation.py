@@ -85,6 +85,10 @@ class RowOutput:
     """The stop string that ended the row, when one did."""
     version: Any = None
     """The policy version the backend decoded it under (set by the backend, not here)."""
+    score: float | None = None
+    """A beam's score (beam search, :mod:`.beam`); None for a sampled row."""
+    beams: list[RowOutput] | None = None
+    """Beam search: every beam found, best first (this output is the first); None for a sampled row."""
 
 
 class _Slow:

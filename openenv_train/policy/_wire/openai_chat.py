@@ -147,7 +147,13 @@ def parse_chat_request(body: Any, *, max_n: int = 16) -> ChatRequest:
         n=_int(body, "n", 1, max_n) or 1,
         logprobs=logprobs,
         top_logprobs=top_logprobs,
+        use_beam_search=_bool(body, "use_beam_search"),
+        length_penalty=_number(body, "length_penalty", 1.0, -10.0, 10.0),
     )
+    if sampling.use_beam_search and stream:
+        raise InvalidRequest("'use_beam_search' cannot be streamed: the best beams are known only once every beam "
+                             "has ended; drop 'stream' (the answer lists the beams as choices, best first)",
+                             param="stream")
     kwargs = body.get("chat_template_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise InvalidRequest("'chat_template_kwargs' must be an object", param="chat_template_kwargs")
@@ -182,6 +188,8 @@ def completion_json(result: ChatResult, request: ChatRequest, *, request_id: str
             entry["token_ids"] = choice.token_ids
         if choice.logprobs is not None:
             entry["token_logprobs"] = choice.logprobs
+        if choice.beam_score is not None:
+            entry["beam_score"] = choice.beam_score
         choices.append(entry)
     body: dict[str, Any] = {
         "id": request_id,
