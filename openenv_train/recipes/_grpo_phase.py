@@ -120,17 +120,19 @@ class MixTraining:
     """Each env's retried episodes so far (the pool's counters)."""
 
 
-def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
+def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence[Mapping[str, Any]], g: GRPOSection,
                out: Path, *, metrics: MetricsLog, reward_weights: Mapping[str, float], rubric: Any = None,
                row_metrics: Callable[[Any], Mapping[str, float]] | None = None,
                turn_rewards: Callable[[Any], Sequence[float | None]] | None = None, turn_rows: bool = False,
                seed: int = 0, show_progress: bool = True, verbose: bool = False,
-               mix: MixTraining | None = None) -> tuple[Any, dict[str, Any]]:
+               mix: MixTraining | None = None,
+               rollout_options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """Train ``model`` by GRPO on ``prompts`` (each a task's reset options; one per group, in order); returns the
     trained model (saved to ``out/checkpoints/final``) and the phase's budget record.
 
     Args:
-        games: the pool, endpoint and writer that play the episodes (their rows are written as they come).
+        games: the pool, endpoint and writer that play the episodes (their rows are written as they come): a
+            :class:`Games`, or anything with its ``pool`` (``run(specs)``), ``server`` and ``writer``.
         reward_weights: reward components (``env``, or a score of ``rubric``) and their weights.
         row_metrics: per-episode numbers whose means go to ``metrics.jsonl`` (phase ``grpo_rollout``) each step;
             default the env's reward.
@@ -139,6 +141,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
         turn_rows: train each model turn as a row of its own under its own prompt (an agent whose prompts do not
             extend the turns before them; see :func:`~openenv_train.integrations.trl.make_rollout_func`).
         mix: the envs of a mix, for per-env metrics and reward scales.
+        rollout_options: more keyword arguments of :func:`~openenv_train.integrations.trl.make_rollout_func`
+            (``trained_turns``, ``serve``, ``local``).
     """
     import datasets
     import torch
@@ -156,7 +160,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games, prompts: Sequence[Mappi
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
-                                agent_temperature=g.credit == "branch", overlap=g.overlap, turn_rows=turn_rows)
+                                agent_temperature=g.credit == "branch", overlap=g.overlap, turn_rows=turn_rows,
+                                **dict(rollout_options or {}))
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:

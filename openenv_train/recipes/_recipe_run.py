@@ -71,7 +71,8 @@ class RecipeRun:
     def evaluate(self, phase: str, label: str, play: Callable[[], Sequence[Any]],
                  row_metrics: Callable[[Any], Mapping[str, float]], *, resamples: int, seed: int,
                  report: Callable[[dict[str, Any], int], str],
-                 extra: Callable[[list[Mapping[str, float]]], Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                 extra: Callable[[list[Mapping[str, float]]], Mapping[str, Any]] | None = None,
+                 per_task: Callable[[list[Any]], list[Mapping[str, float]]] | None = None) -> dict[str, Any]:
         """The evaluation ``phase``: recorded before (a resumed run), or played now and recorded.
 
         Args:
@@ -83,6 +84,8 @@ class RecipeRun:
             seed: the bootstrap's seed.
             report: the console line of a result, given the number of rows.
             extra: more result fields from the per-row metrics (they come before ``failed_episodes``).
+            per_task: the metrics of each task from the rows, when a task is several rows (its samples);
+                default ``row_metrics`` of each row, one task each.
 
         Raises:
             GamesFailed: too many episodes failed (see :func:`check_games`).
@@ -91,9 +94,9 @@ class RecipeRun:
             return self.state.data["evals"][phase]  # type: ignore[no-any-return]
         rows = play()
         check_games(rows, f"the {label} evaluation", self.out)
-        per_task = [row_metrics(row) for row in rows]
-        result = phase_summary(per_task, resamples=resamples, seed=seed)
-        result.update(extra(per_task) if extra is not None else {})
+        tasks = per_task(list(rows)) if per_task is not None else [row_metrics(row) for row in rows]
+        result = phase_summary(tasks, resamples=resamples, seed=seed)
+        result.update(extra(tasks) if extra is not None else {})
         result["failed_episodes"] = sum(not row.ok for row in rows)
         self.metrics.write({"phase": f"eval_{phase}", **{k: v["mean"] for k, v in result["metrics"].items()}})
         self.console.print(report(result, len(rows)))

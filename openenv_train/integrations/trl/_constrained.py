@@ -100,9 +100,9 @@ def grpo_trainer_class(base: type | None = None) -> type:
             self.credit, self.turn_reward_weight = credit, turn_reward_weight
             self.overlap = bool(getattr(self.allowed_from, "overlap", False))
             self.turn_rows = bool(getattr(self.allowed_from, "turn_rows", False))
-            if self.turn_rows and (credit != "episode" or self.use_vllm):
+            if self.turn_rows and credit != "episode":
                 raise ValueError("turn rows (make_rollout_func(turn_rows=True)) train each turn with its episode's "
-                                 "advantage from the trainer's own model: use credit='episode' and no use_vllm")
+                                 "advantage: use credit='episode'")
             if self.overlap:
                 if self.use_vllm:
                     raise ValueError("overlapped rollouts (make_rollout_func(overlap=True)) serve the trainer's own "
@@ -148,8 +148,11 @@ def grpo_trainer_class(base: type | None = None) -> type:
             vocab = self.model.get_output_embeddings().weight.size(0)
             batch = turn_batch(turns, out["advantages"], pad_id=int(self._tokenizer.pad_token_id or 0), vocab=vocab,
                                multiple=self.args.steps_per_generation)
-            if self.use_sampling_logprobs:
+            if self.use_sampling_logprobs or self.use_vllm:
                 batch["old_per_token_logps"] = batch["sampling_per_token_logps"]
+            if self.use_vllm:  # the sampler's logprobs are the ratio's old policy already: TRL's own weights would
+                # correct for the sampler twice (and its episode layout's are gone)
+                batch["importance_sampling_ratio"] = torch.ones_like(batch["sampling_per_token_logps"])
             if self.beta != 0.0:
                 ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
                 att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)

@@ -19,7 +19,7 @@ from ...trace import CaptureStore, TraceRow, TraceWriter
 from .._flatten import FlatEpisode, flatten_turns
 from ._allowed import constrained_positions
 from ._turn_credit import TurnRewards, turn_credit
-from ._turn_rows import TurnRow, turn_rows
+from ._turn_rows import TrainedTurns, TurnRow, turn_rows
 
 if TYPE_CHECKING:
     from ...policy import LocalConfig
@@ -83,12 +83,14 @@ class _PoolRunner:
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
                  server: Any = None, policy_url: str | None = None, local: LocalConfig | None = None,
-                 agent_temperature: bool = False) -> None:
+                 agent_temperature: bool = False, serve: Callable[[Any], Any] | None = None) -> None:
         from ...policy import FixedSampling, LocalBackend, UpstreamBackend, captured_policy
 
         self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer,
                                                                                           config=local)
         served = FixedSampling(self.backend, caller_may_set=("temperature",) if agent_temperature else (), **sampling)
+        if serve is not None:
+            served = serve(served)
         self.own_server = server is None
         if server is None:
             policy = captured_policy(served).__enter__()
@@ -171,9 +173,10 @@ class TrlRolloutFunc:
                  rubric: Callable[[TraceRow], Any] | None, per_turn_tokens: int | None,
                  policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
                  local: LocalConfig | None = None, turn_rewards: TurnRewards | None = None,
-                 agent_temperature: bool = False, overlap: bool = False, turn_rows: bool = False) -> None:
+                 agent_temperature: bool = False, overlap: bool = False, turn_rows: bool = False,
+                 trained_turns: TrainedTurns | None = None, serve: Callable[[Any], Any] | None = None) -> None:
         self.turn_rewards, self.agent_temperature, self.overlap = turn_rewards, agent_temperature, overlap
-        self.turn_rows = turn_rows
+        self.turn_rows, self.trained_turns, self.serve = turn_rows, trained_turns, serve
         self.last_turn_rows: list[TurnRow] = []
         self.env, self.agent, self.config, self.writer, self.local = env, agent, config, writer, local
         self.policy_server, self.episode_prefix, self.policy_url = policy_server, episode_prefix, policy_url
@@ -208,7 +211,8 @@ class TrlRolloutFunc:
             return LocalRunner(self.env, trainer.model, tokenizer, agent=self.agent, config=config,
                                writer=self.writer, local=self.local)
         return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
-                           policy_url=self.policy_url, local=self.local, agent_temperature=self.agent_temperature)
+                           policy_url=self.policy_url, local=self.local, agent_temperature=self.agent_temperature,
+                           serve=self.serve)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int, tag: str = "") -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed (``tag`` marks the ids
@@ -255,7 +259,7 @@ class TrlRolloutFunc:
         self.last_allowed = ([constrained_positions(r, allowed_tokens, limit) for r in rows]
                              if allowed_tokens is not None and not self.turn_rows else [])
         self.last_turns = [turn_credit(r, self.turn_rewards(r), limit) for r in rows] if self.turn_rewards else []
-        self.last_turn_rows = turn_rows(rows, allowed_tokens, limit) if self.turn_rows else []
+        self.last_turn_rows = turn_rows(rows, allowed_tokens, limit, self.trained_turns) if self.turn_rows else []
         tokenizer = self.tokenizer
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         return rollout_fields(rows, pad_id=int(pad_id or 0), extra_rewards=extra,
@@ -358,7 +362,8 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       policy_server: Any = None, episode_prefix: str = "",
                       policy_url: str | None = None, local: LocalConfig | None = None,
                       turn_rewards: TurnRewards | None = None, agent_temperature: bool = False,
-                      overlap: bool = False, turn_rows: bool = False) -> TrlRolloutFunc:
+                      overlap: bool = False, turn_rows: bool = False, trained_turns: TrainedTurns | None = None,
+                      serve: Callable[[Any], Any] | None = None) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -398,6 +403,10 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
             row of its own, under the prompt it was sampled from, with its episode's advantage; for agents whose
             prompts do not extend the turns before them (e.g. one that shows only the current state), whose
             episodes the joined layout cuts after the first turn.
+        trained_turns: with ``turn_rows``, the turns of a row that are trained (default all of them; e.g. an agent's
+            main line of calls, its side calls and subagents left out); the others train nothing.
+        serve: on a pool path, wraps the backend the policy endpoint serves (e.g. a decoding constraint the host
+            puts on every request); the trainer still reads masks and versions from the unwrapped one.
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -408,4 +417,5 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
     return TrlRolloutFunc(env, agent=agent, config=config, writer=writer, task_fn=task_fn, rubric=rubric,
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
                           policy_url=policy_url, local=local, turn_rewards=turn_rewards,
-                          agent_temperature=agent_temperature, overlap=overlap, turn_rows=turn_rows)
+                          agent_temperature=agent_temperature, overlap=overlap, turn_rows=turn_rows,
+                          trained_turns=trained_turns, serve=serve)

@@ -9,7 +9,7 @@ logprobs and decoding masks) with its episode's advantage, so every token is sco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from ._allowed import AllowedTokens, allowed_mask
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TurnRow", "turn_batch", "turn_rows"]
+__all__ = ["TrainedTurns", "TurnRow", "turn_batch", "turn_rows"]
 
 
 @dataclass
@@ -36,9 +36,14 @@ class TurnRow:
     """(completion position, allowed ids) of each token sampled under a decoding constraint."""
 
 
+#: ``trained(row) -> turns``: the model turns of a row that are trained (e.g. an agent's main line of calls).
+TrainedTurns = Callable[[TraceRow], Sequence[Any]]
+
+
 def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = None,
-              limit: int | None = None) -> list[TurnRow]:
-    """Every model turn of ``rows`` as a :class:`TurnRow`, in order; completions cut to ``limit`` tokens.
+              limit: int | None = None, trained: TrainedTurns | None = None) -> list[TurnRow]:
+    """Every model turn of ``rows`` (or the ones ``trained`` picks) as a :class:`TurnRow`, in order; completions cut
+    to ``limit`` tokens.
 
     >>> from types import SimpleNamespace
     >>> from openenv_train.trace import TrainingTurn
@@ -54,7 +59,7 @@ def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = N
     out = []
     for i, row in enumerate(rows):
         refuse_beam_turns(row.trace.turns, "turn_rows")
-        for turn in row.trace.turns:
+        for turn in (row.trace.turns if trained is None else trained(row)):
             completion = list(turn.completion_token_ids)[:limit]
             if not completion:
                 continue
