@@ -24,10 +24,8 @@ trained means and their paired difference, and the mix's mean (each env counted 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import logging
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,7 +35,8 @@ from typing import Any
 from rich.console import Console
 
 from ..pool import PoolConfig
-from ._config import config_to_dict, load_run_config
+from ._config import config_to_dict
+from ._entry import recipe_main
 from ._env_agent import HISTORIES, ActionAgent
 from ._grpo_phase import GRPOSection, MixTraining, train_grpo
 from ._mix import discover_tasks, held_out_prompts, mix_difference, mix_markdown, mix_name, parse_mix, train_prompts
@@ -46,7 +45,7 @@ from ._report import plot_training, write_summary
 from ._rollout_setup import Games, GamesFailed, sandbox_setting
 from ._sections import OutputSection, recipe_pool
 from ._stats import paired_difference
-from ._training import ModelSection, load_model, quiet_libraries
+from ._training import ModelSection, load_model
 
 __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main", "run"]
 
@@ -373,23 +372,10 @@ def _mix_summary(rec: RecipeRun, cfg: GrpoConfig, envs: list[str], started: floa
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.grpo",
-                                     description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of settings (default: the embedded defaults)")
-    parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
-    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. env=tic_tac_toe")
-    args = parser.parse_args(argv)
     from ..pool import MixEnvFailed
 
-    cfg = load_run_config(GrpoConfig, parser, args.config, args.overrides, args.resume)
-    logging.basicConfig(level=logging.WARNING)
-    quiet_libraries(cfg.verbose)
-    try:
-        run(cfg, resume=bool(args.resume))
-    except (ValueError, GamesFailed, MixEnvFailed) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        return 1
-    return 0
+    return recipe_main(GrpoConfig, run, argv, module="openenv_train.recipes.grpo",
+                       doc=__doc__, example="env=tic_tac_toe", errors=(GamesFailed, MixEnvFailed))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@
 
 from __future__ import annotations
 
-import argparse
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +28,8 @@ from typing import Any
 
 from rich.console import Console
 
-from ._config import config_to_dict, load_run_config
+from ._config import config_to_dict
+from ._entry import recipe_main
 from ._grpo_phase import GRPOSection, train_grpo
 from ._harbor_attempts import HarborGames, trained_turns
 from ._passk import task_pass_at_k
@@ -38,7 +37,7 @@ from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
 from ._rollout_setup import GamesFailed
 from ._sections import OutputSection
-from ._training import ModelSection, load_model, quiet_libraries
+from ._training import ModelSection, load_model
 
 __all__ = ["AttemptSection", "EvalSection", "GrpoHarnessConfig", "OutputSection", "main", "run"]
 
@@ -287,23 +286,10 @@ def _summary(rec: RecipeRun, cfg: GrpoHarnessConfig, names: list[str], started: 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m openenv_train.recipes.grpo_harness",
-                                     description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--config", help="YAML file of settings (default: the embedded defaults)")
-    parser.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last finished phase")
-    parser.add_argument("overrides", nargs="*", help="section.key=value settings, e.g. harness=model tasks=PATH")
-    args = parser.parse_args(argv)
     from ..harbor import AgentNotInstalled
 
-    cfg = load_run_config(GrpoHarnessConfig, parser, args.config, args.overrides, args.resume)
-    logging.basicConfig(level=logging.WARNING)
-    quiet_libraries(cfg.verbose)
-    try:
-        run(cfg, resume=bool(args.resume))
-    except (ValueError, GamesFailed, AgentNotInstalled) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        return 1
-    return 0
+    return recipe_main(GrpoHarnessConfig, run, argv, module="openenv_train.recipes.grpo_harness",
+                       doc=__doc__, example="harness=model tasks=PATH", errors=(GamesFailed, AgentNotInstalled))
 
 
 if __name__ == "__main__":
