@@ -78,8 +78,8 @@ def write_run(run_dir: Path, n: int = 12, *, metrics: bool = True, flush_rows: i
 
 
 def _call(node_id: str, prompt: list[int], completion: list[int], texts: list[str], reply: str) -> Any:
-    """One agent call: ``texts`` are its user messages (each call in a line repeats the earlier ones)."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": t} for t in texts]
+    """One agent call: ``texts`` its messages, user and assistant in turn (a call repeats the ones it continues)."""
+    messages = [{"role": "assistant" if k % 2 else "user", "content": t} for k, t in enumerate(texts)]
     return build_turn(messages=messages, message={"role": "assistant", "content": reply}, finish_reason="stop",
                       prompt_token_ids=prompt, completion_token_ids=completion, model="tiny-test-model",
                       node_id=node_id)
@@ -89,9 +89,9 @@ def _call(node_id: str, prompt: list[int], completion: list[int], texts: list[st
 BRANCHED_CALLS = [
     ("a", [1, 2, 3], [4, 5], ["fix the bug"], "looking"),
     ("title", [1, 9, 9], [7], ["title for: fix the bug"], "Bug fix"),
-    ("b", [1, 2, 3, 4, 5, 6], [7], ["fix the bug", "go on"], "first try"),
-    ("b2", [1, 2, 3, 4, 5, 6], [8, 8], ["fix the bug", "go on"], "second try"),
-    ("c", [1, 2, 3, 4, 5, 6, 8, 8, 6], [2], ["fix the bug", "go on", "done?"], "done"),
+    ("b", [1, 2, 3, 4, 5, 6], [7], ["fix the bug", "looking", "go on"], "first try"),
+    ("b2", [1, 2, 3, 4, 5, 6], [8, 8], ["fix the bug", "looking", "go on"], "second try"),
+    ("c", [1, 2, 3, 4, 5, 6, 8, 8, 6], [2], ["fix the bug", "looking", "go on", "second try", "done?"], "done"),
     ("d", [1, 2, 3, 4, 6, 6], [1], ["summary: fix a bug, tried once"], "compacted"),
 ]
 

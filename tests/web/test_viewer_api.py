@@ -239,6 +239,8 @@ def test_call_tree_of_a_branched_agent_episode(tmp_path: Path, runs: ModuleType)
     main = graph["lines"][graph["main"]]
     assert main["calls"] == [0, 3, 4] and main["main"] and main["parent"] is None
     assert [n["main"] for n in graph["nodes"]] == [True, False, False, True, True, False]
+    # what each call added to the one it continues: b and b2 add "go on" after a's prompt and reply
+    assert [n["new_from"] for n in graph["nodes"]] == [0, 0, 2, 2, 4, 0]
     assert [(line["calls"], line["parent"]) for line in graph["lines"] if not line["main"]] == [
         ([1], None), ([2], 0), ([5], None)]
     # the side call and the rewrite continue no call: where their ids first differ from the closest one
