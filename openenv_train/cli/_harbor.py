@@ -26,7 +26,7 @@ def run(
     output: Annotated[Path, typer.Option("--output", "-o", help="Run folder; traces go to RUN/traces/*.parquet.")],
     agent: Annotated[str, typer.Option(help="oracle (runs solution/solve.sh), nop (does nothing), model (our bash-tool "
                                             "loop), an installed agent CLI (claude-code, codex, opencode, gemini-cli, "
-                                            "mini-swe-agent: `openenv-train agents list`), or command "
+                                            "qwen-code, mini-swe-agent: `openenv-train agents list`), or command "
                                             "(--agent-command).")] = "oracle",
     model: Annotated[str | None, typer.Option(help="With --agent model, an agent CLI or command: a model folder or an "
                                                    "http(s):// OpenAI-compatible URL, served by the capture proxy.")] = None,

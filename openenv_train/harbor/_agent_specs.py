@@ -151,6 +151,18 @@ def _gemini(call: AgentCall, binary: str) -> AgentLaunch:
                        [binary, "-p", _prompt(), "--yolo", "-m", call.model, "--output-format", "json"])
 
 
+def _qwen(call: AgentCall, binary: str) -> AgentLaunch:
+    settings = {
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "security": {"auth": {"selectedType": "openai"}},
+    }
+    env = {"OPENAI_BASE_URL": f"{call.origin}/v1", "OPENAI_API_KEY": call.api_key, "OPENAI_MODEL": call.model,
+           "NO_COLOR": "1"}
+    return AgentLaunch(env, {".qwen/settings.json": json.dumps(settings, indent=1)},
+                       [binary, "--yolo", "-m", call.model, "--output-format", "json", _prompt()])
+
+
 def _mini(call: AgentCall, binary: str) -> AgentLaunch:
     env = {"OPENAI_API_BASE": f"{call.origin}/v1", "OPENAI_BASE_URL": f"{call.origin}/v1",
            "OPENAI_API_KEY": call.api_key, "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
@@ -175,6 +187,8 @@ AGENT_SPECS: Mapping[str, AgentSpec] = {spec.name: spec for spec in (
               "served", _opencode, root_note="none"),
     AgentSpec("gemini-cli", "npm", "@google/gemini-cli", "0.61.0", "node_modules/.bin/gemini", "google_generate_content",
               "Apache-2.0", "gemini-2.5-pro", _gemini, root_note="none", shell_tool=("run_shell_command", "command")),
+    AgentSpec("qwen-code", "npm", "@qwen-code/qwen-code", "0.24.4", "node_modules/.bin/qwen", "openai_chat",
+              "Apache-2.0", "served", _qwen, root_note="none", shell_tool=("run_shell_command", "command")),
 )}
 """The installed agents by name, each pinned."""
 

@@ -109,9 +109,9 @@ async def run_cli(ctx: AgentContext, name: str, launch: AgentLaunch, *, base_url
 
 @dataclass
 class InstalledAgent:
-    """A pinned agent CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``mini-swe-agent``) working on a
-    Harbor task through the capturing policy endpoint at ``base_url``; usable with :func:`run_task` and
-    :func:`run_tasks` like any agent.
+    """A pinned agent CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``qwen-code``,
+    ``mini-swe-agent``) working on a Harbor task through the capturing policy endpoint at ``base_url``; usable
+    with :func:`run_task` and :func:`run_tasks` like any agent.
 
     The CLI must be in the agent cache (``openenv-train agents install NAME``); :meth:`check` says so up front.
     It runs in the OS sandbox or in a Docker container (which mounts :attr:`host_paths` read-only and a socket

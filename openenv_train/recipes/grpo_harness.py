@@ -118,8 +118,8 @@ class GrpoHarnessConfig:
     """Also print the trainer's per-step dictionaries (they always go to ``metrics.jsonl``)."""
     harness: str = "model"
     """The agent harness that works on the tasks: ``model`` (our chat loop with a bash tool), or an installed agent
-    CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``mini-swe-agent``: ``openenv-train agents install
-    NAME``)."""
+    CLI (``claude-code``, ``codex``, ``opencode``, ``gemini-cli``, ``qwen-code``, ``mini-swe-agent``:
+    ``openenv-train agents install NAME``)."""
     tasks: str | None = None
     """A Harbor task folder, or a folder of them; null: the built-in examples (``openenv_train/harbor/examples``)."""
     attempt: AttemptSection = field(default_factory=AttemptSection)

@@ -1,7 +1,7 @@
 """The viewer's JSON API over a :class:`TraceIndex`: pure ``(method, target) -> Asset``, no sockets.
 
 Routes: ``/api/info``, ``/api/episodes?offset&limit&env&ok&min_reward&max_reward&group``,
-``/api/episode/<id>``, ``/api/curves``; everything else is a file of ``static/viewer``.
+``/api/episode/<id>`` (with its calls' graph), ``/api/curves``; everything else is a file of ``static/viewer``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..core import OpenEnvTrainError
 from ..http import Asset
+from ._call_tree import call_tree
 from ._static import read_static
 from ._tokens import TokenTexts
 from ._trace_index import EpisodeFilter, TraceIndex
@@ -102,7 +103,8 @@ class ViewerApi:
 
     # -- one episode -----------------------------------------------------------------------------
     def episode(self, trace_id: str) -> dict[str, Any] | None:
-        """One row, ready to show: steps and turns decoded, completion tokens with text and logprobs."""
+        """One row, ready to show: steps and turns decoded, completion tokens with text and logprobs, and the
+        calls' graph (``call_graph``, see :func:`call_tree`; None for fewer than two calls)."""
         rec = self.index.record(trace_id)
         if rec is None:
             return None
@@ -114,7 +116,8 @@ class ViewerApi:
             step["view"] = _render(view, step["observation"])
         turns: list[dict[str, Any]] = []
         previous: list[Any] = []
-        for turn in rec.get("turns") or []:
+        raw = rec.get("turns") or []
+        for turn in raw:
             for key in ("request", "response", "metadata"):
                 turn[key] = _loads(turn.get(key)) or {}
             messages = list(turn["request"].get("messages") or [])
@@ -133,13 +136,14 @@ class ViewerApi:
                                "logps": [_finite(x) for x in turn.get("per_token_logps") or []],
                                "mask": mask[n_prompt:], "texts": texts, "source": source},
             })
+        graph = call_tree(raw)
         index = rec.pop("_index")
         # a scored dataset version (`openenv-train score`) keeps rubric components as reward_<name> columns
         rewards = dict(rec.get("rewards") or {}) if isinstance(rec.get("rewards"), dict) else {}
         rewards.update({k[7:]: _finite(v) for k, v in rec.items() if k.startswith("reward_") and _number(v)})
         rec["rewards"] = rewards
         return {**{k: v for k, v in rec.items() if k not in ("steps", "turns")}, "id": trace_id, "index": index,
-                "reward": _finite(rec.get("reward")), "steps": steps, "turns": turns}
+                "reward": _finite(rec.get("reward")), "steps": steps, "turns": turns, "call_graph": graph}
 
     # -- curves ----------------------------------------------------------------------------------
     def _metrics_path(self) -> Path | None:

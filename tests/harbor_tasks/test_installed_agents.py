@@ -1,6 +1,7 @@
-"""The real, pinned agent CLIs (Claude Code, Codex, OpenCode, Gemini CLI, mini-swe-agent) complete hello-world in
-the OS sandbox through the capture proxy, driven by a scripted backend that answers with each agent's own tools;
-the sandbox reaches the proxy and nothing else; a missing agent is a clear error naming the install command."""
+"""The real, pinned agent CLIs (Claude Code, Codex, OpenCode, Gemini CLI, Qwen Code, mini-swe-agent) complete
+hello-world in the OS sandbox through the capture proxy, driven by a scripted backend that answers with each
+agent's own tools; the sandbox reaches the proxy and nothing else; a missing agent is a clear error naming the
+install command."""
 
 from __future__ import annotations
 

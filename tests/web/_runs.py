@@ -75,3 +75,32 @@ def write_run(run_dir: Path, n: int = 12, *, metrics: bool = True, flush_rows: i
                   "loss": 1.0 / (s + 1)} for s in range(8)]
         (run_dir / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"step": 8, "rew')
     return rows
+
+
+def _call(node_id: str, prompt: list[int], completion: list[int], texts: list[str], reply: str) -> Any:
+    """One agent call: ``texts`` its messages, user and assistant in turn (a call repeats the ones it continues)."""
+    messages = [{"role": "assistant" if k % 2 else "user", "content": t} for k, t in enumerate(texts)]
+    return build_turn(messages=messages, message={"role": "assistant", "content": reply}, finish_reason="stop",
+                      prompt_token_ids=prompt, completion_token_ids=completion, model="tiny-test-model",
+                      node_id=node_id)
+
+
+#: An agent's calls: a side call for a title, a retry that forks the conversation, a context rewrite.
+BRANCHED_CALLS = [
+    ("a", [1, 2, 3], [4, 5], ["fix the bug"], "looking"),
+    ("title", [1, 9, 9], [7], ["title for: fix the bug"], "Bug fix"),
+    ("b", [1, 2, 3, 4, 5, 6], [7], ["fix the bug", "looking", "go on"], "first try"),
+    ("b2", [1, 2, 3, 4, 5, 6], [8, 8], ["fix the bug", "looking", "go on"], "second try"),
+    ("c", [1, 2, 3, 4, 5, 6, 8, 8, 6], [2], ["fix the bug", "looking", "go on", "second try", "done?"], "done"),
+    ("d", [1, 2, 3, 4, 6, 6], [1], ["summary: fix a bug, tried once"], "compacted"),
+]
+
+
+def write_branched_run(run_dir: Path) -> TraceRow:
+    """A run dir of one agent episode whose calls branch (see :data:`BRANCHED_CALLS`)."""
+    row = TraceRow(run_id="agent-run", episode_id="agent0", env=EnvInfo(name="harbor", version="1"),
+                   policy=PolicyInfo(model="tiny-test-model"), reward=1.0, done=True, ok=True,
+                   trace=TrainingTrace(turns=[_call(*c) for c in BRANCHED_CALLS]))
+    with TraceWriter(run_dir) as writer:
+        writer.write(row)
+    return row

@@ -108,10 +108,9 @@ def _serve_web(env: str, tmp: Path) -> Iterator[str]:
         _stop(process)
 
 
-@pytest.fixture
-def viewer_url(tmp_path: Path, run_dir: Path) -> Iterator[str]:
+def _view(run_dir: Path, tmp_path: Path) -> Iterator[str]:
     """``openenv-train view RUN --port 0`` in a subprocess; yields its URL (read from its start-up line)."""
-    log = tmp_path / "view.log"
+    log = tmp_path / f"view-{run_dir.name}.log"
     process = subprocess.Popen([sys.executable, "-m", "openenv_train.cli", "view", str(run_dir), "--port", "0"],
                                stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     deadline = time.monotonic() + 30
@@ -129,6 +128,19 @@ def viewer_url(tmp_path: Path, run_dir: Path) -> Iterator[str]:
         yield url
     finally:
         _stop(process)
+
+
+@pytest.fixture
+def viewer_url(tmp_path: Path, run_dir: Path) -> Iterator[str]:
+    """The viewer of :func:`run_dir`; yields its URL."""
+    yield from _view(run_dir, tmp_path)
+
+
+@pytest.fixture
+def branched_viewer_url(tmp_path: Path, runs: ModuleType) -> Iterator[str]:
+    """The viewer of a run of one agent episode whose calls branch (``_runs.BRANCHED_CALLS``)."""
+    runs.write_branched_run(tmp_path / "agent-run")
+    yield from _view(tmp_path / "agent-run", tmp_path)
 
 
 @pytest.fixture

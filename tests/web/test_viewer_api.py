@@ -17,6 +17,7 @@ from openenv_train.cli._app import main as cli_main
 from openenv_train.trace import EnvInfo, PolicyInfo, TraceRow, TraceWriter, TrainingTrace, build_turn
 from openenv_train.web import TraceIndex, ViewerApi, ViewerServer
 from openenv_train.web._api import MAX_PAGE
+from openenv_train.web._call_tree import call_tree
 from openenv_train.web._trace_index import SourceError
 
 
@@ -225,3 +226,24 @@ def test_http_server_serves_files_and_api(run_dir: Path) -> None:
         assert fetch("/", "HEAD")[:2] == (200, "text/html; charset=utf-8")
     finally:
         server.stop()
+
+
+def test_call_tree_of_a_branched_agent_episode(tmp_path: Path, runs: ModuleType) -> None:
+    runs.write_branched_run(tmp_path / "agent")
+    api = ViewerApi(TraceIndex(tmp_path / "agent"))
+    eid = _get(api, "/api/episodes")[1]["episodes"][0]["id"]
+    graph = _get(api, f"/api/episode/{eid}")[1]["call_graph"]
+    # by position: a(0) title(1) b(2) b2(3) c(4) d(5); b and the retry b2 both continue a, c continues b2
+    assert [(n["node_id"], n["parent"], n["children"]) for n in graph["nodes"]] == [
+        ("a", None, [2, 3]), ("title", None, []), ("b", 0, []), ("b2", 0, [4]), ("c", 3, []), ("d", None, [])]
+    main = graph["lines"][graph["main"]]
+    assert main["calls"] == [0, 3, 4] and main["main"] and main["parent"] is None
+    assert [n["main"] for n in graph["nodes"]] == [True, False, False, True, True, False]
+    # what each call added to the one it continues: b and b2 add "go on" after a's prompt and reply
+    assert [n["new_from"] for n in graph["nodes"]] == [0, 0, 2, 2, 4, 0]
+    assert [(line["calls"], line["parent"]) for line in graph["lines"] if not line["main"]] == [
+        ([1], None), ([2], 0), ([5], None)]
+    # the side call and the rewrite continue no call: where their ids first differ from the closest one
+    assert [(b["index"], b["closest"], b["common"], b["kind"]) for b in graph["breaks"]] == [
+        (1, 0, 1, "rewritten"), (5, 0, 4, "rewritten")]
+    assert call_tree([]) is None and call_tree([{"node_id": "x", "prompt_token_ids": [1]}]) is None

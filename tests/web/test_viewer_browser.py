@@ -128,3 +128,36 @@ def test_table_filters_episode_and_curves(browser: Any, viewer_url: str, screens
 
     browser.find_element(By.ID, "back").click()
     _wait(browser, lambda d: d.find_element(By.ID, "table-view").is_displayed())
+
+
+def test_an_agent_episode_shows_its_calls_as_a_tree(browser: Any, branched_viewer_url: str, screenshot: Any) -> None:
+    browser.get(branched_viewer_url + "/")
+    _wait(browser, lambda d: _body(d, "data-ready") == "1")
+    browser.find_element(By.LINK_TEXT, "agent0").click()
+    _wait(browser, lambda d: _body(d, "data-episode"))
+    assert browser.find_element(By.ID, "call-graph-panel").is_displayed()
+
+    def calls(line: Any) -> list[str]:
+        return [b.get_attribute("data-node") for b in line.find_elements(By.XPATH, "./li/button[@data-node]")]
+
+    # top level: the main line's root and the two calls that continue no earlier call, in call order
+    roots = browser.find_elements(By.CSS_SELECTOR, "#call-tree > ol.call-line")
+    assert [calls(r) for r in roots] == [["a", "b2", "c"], ["title"], ["d"]]
+    assert "main" in roots[0].get_attribute("class") and "branch" in roots[1].get_attribute("class")
+    # the first try b forks from a: a branch nested under a's node
+    (fork,) = roots[0].find_elements(By.CSS_SELECTOR, "ol.call-line.branch")
+    assert calls(fork) == ["b"] and "forks from #0 a" in fork.text.lower()  # the label is upper-cased by CSS
+    assert fork.find_element(By.XPATH, "./ancestor::li[1]/button").get_attribute("data-node") == "a"
+    # each break says where the ids first differ
+    brk = roots[2].find_element(By.CLASS_NAME, "prefix-break")
+    assert brk.get_attribute("data-common") == "4" and "at token 4" in brk.text and "#0 a" in brk.text
+    assert roots[1].find_element(By.CLASS_NAME, "prefix-break").get_attribute("data-common") == "1"
+    # a click shows that call as a turn: its prompt and its reply
+    browser.find_element(By.CSS_SELECTOR, '#call-tree .call[data-node="b2"]').click()
+    _wait(browser, lambda d: d.find_element(By.ID, "call-detail").get_attribute("data-index") == "3")
+    detail = browser.find_element(By.CSS_SELECTOR, "#call-detail .turn")
+    assert detail.get_attribute("data-node") == "b2" and "go on" in detail.text and "second try" in detail.text
+    assert "fix the bug" not in detail.text  # only what b2 added to a's prompt and reply
+    assert "selected" in browser.find_element(By.CSS_SELECTOR, '#call-tree .call[data-node="b2"]').get_attribute("class")
+    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.ID, "call-graph-panel"))
+    screenshot(browser, "call-tree")

@@ -185,6 +185,47 @@ function turnNode(t, k) {
   return node;
 }
 
+// The calls as a tree (the server's call_graph, by position): each line a list of calls, each continuing the one
+// above it; a branch that forks from a call is nested under it; a line that continues no call (a side call, a
+// rewritten context) starts at the top with its prefix break.
+function callTreeNode(ep, graph) {
+  const breaks = new Map(graph.breaks.map((b) => [b.index, b]));
+  const name = (i) => `#${i} ${ep.turns[i].node_id ?? ""}`;
+  const select = (i) => {
+    for (const n of document.querySelectorAll("#call-tree .call.selected")) n.classList.remove("selected");
+    document.querySelector(`#call-tree .call[data-index="${i}"]`).classList.add("selected");
+    const t = ep.turns[i];  // what the call added to the call it continues (a root: its whole prompt)
+    $("#call-detail").replaceChildren(turnNode({ ...t, new_messages: t.messages.slice(graph.nodes[i].new_from) }, i));
+    $("#call-detail").dataset.index = String(i);
+  };
+  const lineNode = (line) => {
+    const first = line.calls[0];
+    const label = line.main ? "main line" : line.parent === null ? "branch · continues no earlier call" : `branch · forks from ${name(line.parent)}`;
+    const list = el("ol", { class: `call-line ${line.main ? "main" : "branch"}`, dataset: { line: String(line.index) } },
+      el("li", { class: "line-label" }, label));
+    for (const i of line.calls) {
+      const t = ep.turns[i];
+      const reply = ((t.choices[0] || {}).message || {}).content;
+      const text = typeof reply === "string" ? reply.slice(0, 60) : "";
+      const button = el("button", { type: "button", class: "call", dataset: { index: String(i), node: String(t.node_id) } },
+        el("b", {}, name(i)), ` · ${t.prompt_tokens} + ${t.completion.ids.length} tokens`, text ? ` · ${text}` : null);
+      button.addEventListener("click", () => select(i));
+      const item = el("li", { class: "call-item" }, button);
+      const brk = i === first ? breaks.get(i) : undefined;
+      if (brk) {
+        item.append(el("div", { class: "prefix-break", dataset: { common: String(brk.common) } },
+          brk.closest === null ? `prefix break: no earlier call with token ids (${brk.rerendered} tokens)` :
+          `prefix break (${brk.kind}): ids first differ from ${name(brk.closest)} at token ${brk.common}; ` +
+          `${brk.rerendered} tokens after it rendered anew, ${brk.dropped} of ${name(brk.closest)} not kept`));
+      }
+      for (const fork of graph.lines.filter((l) => l.parent === i)) item.append(lineNode(fork));
+      list.append(item);
+    }
+    return list;
+  };
+  return graph.lines.filter((l) => l.parent === null).map(lineNode);
+}
+
 function fill(tbody, rows) { tbody.replaceChildren(...rows); }
 
 async function loadEpisode(id) {
@@ -206,6 +247,11 @@ async function loadEpisode(id) {
     fill($("#steps tbody"), ep.steps.map((s, i) => el("tr", { class: "step" }, el("td", {}, i + 1),
       el("td", {}, el("pre", { class: "json" }, pretty(s.action))), observationNode(s),
       el("td", { class: "reward" }, fmt(s.reward)), el("td", {}, s.done ? "yes" : "no"), el("td", {}, fmt(s.seconds)))));
+    const graph = ep.call_graph;
+    $("#call-graph-panel").hidden = !graph;
+    $("#call-tree").replaceChildren(...(graph ? callTreeNode(ep, graph) : []));
+    $("#call-detail").replaceChildren();
+    delete $("#call-detail").dataset.index;
     $("#turns").replaceChildren(...(ep.turns.length ? ep.turns.map(turnNode) : [el("p", {}, "no model turns in this row")]));
     document.body.dataset.episode = ep.id;
     showError("");
