@@ -182,6 +182,14 @@ register(EnvSpec(
     dependencies=("cloudpickle>=3.0,<4",), family="coding",
     tags=("code", "sandbox", "rlm"),
 ))
+register(EnvSpec(
+    "git", "openenv_train.envs.git_repo:GitEnvironment",
+    "A task on a real git repository in the OS sandbox (commit, branch, merge conflicts, revert, tag); a submit "
+    "checks the repository's state.",
+    action='{"command": str, "submit": bool}', reward="fraction of the task's repository checks that hold on submit, "
+    "else 0.0", family="coding",
+    tags=("code", "sandbox", "git"),
+))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
     "tic_tac_toe", "openenv_train.envs.python_games:TicTacToeEnvironment",
