@@ -67,6 +67,8 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"direction": rng.choice(DIRECTIONS)}
     if env in ("coding", "repl"):
         return {"code": "x = sum(range(100))\nprint(x)"}
+    if env == "terminal":
+        return {"keystrokes": "echo hi\n", "wait_s": 2.0}
     if env == "git":
         return {"command": "git status --short && git log --oneline -3"}
     if env == "reasoning_gym":

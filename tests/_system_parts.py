@@ -1,4 +1,4 @@
-"""System parts some tests need (bubblewrap, Chromium, git, a Docker engine, Node.js and the pinned agent CLIs): one place
+"""System parts some tests need (bubblewrap, Chromium, git, tmux, a Docker engine, Node.js and the pinned agent CLIs): one place
 decides skip or fail.
 
 A test that needs a part missing here is skipped with the reason and the install line, or fails where CI sets the
@@ -87,6 +87,7 @@ PARTS = {part.name: part for part in (
     SystemPart("browser", "OPENENV_TRAIN_REQUIRE_BROWSER", "apt-get install -y chromium chromium-driver",
                ("chromium", "chromedriver"), _browser),
     SystemPart("git", "OPENENV_TRAIN_REQUIRE_GIT", "apt-get install -y git", ("needs git",), _debian("git")),
+    SystemPart("tmux", "OPENENV_TRAIN_REQUIRE_TMUX", "apt-get install -y tmux", ("/usr/bin/tmux",), _debian("tmux")),
     SystemPart("docker", "OPENENV_TRAIN_REQUIRE_DOCKER", "bash .ci/docker-setup.sh start (installs Debian's docker.io)",
                ("docker",), _docker),
     SystemPart("agents", "OPENENV_TRAIN_REQUIRE_AGENTS",
@@ -94,7 +95,7 @@ PARTS = {part.name: part for part in (
                ("AgentNotInstalled", "agents install"), _agents),
 )}
 
-INSTALL_ALL = "apt-get install -y bubblewrap chromium chromium-driver git"
+INSTALL_ALL = "apt-get install -y bubblewrap chromium chromium-driver git tmux"
 """The one line that enables the sandbox and browser tests on Debian or Ubuntu."""
 
 

@@ -190,6 +190,14 @@ register(EnvSpec(
     "else 0.0", family="coding",
     tags=("code", "sandbox", "git"),
 ))
+register(EnvSpec(
+    "terminal", "openenv_train.envs.terminal:TerminalEnvironment",
+    "A terminal-bench style task in a tmux terminal in the OS sandbox: keystrokes in, the screen out; a script "
+    "checks the task (OpenEnv's terminus/tbench2 kind).",
+    action='{"keystrokes": str, "keys": [str], "wait_s": float, "submit": bool}',
+    reward="1.0 when the task's check script passes on submit (or at max_steps), else 0.0", family="coding",
+    tags=("code", "sandbox", "terminal"),
+))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
     "tic_tac_toe", "openenv_train.envs.python_games:TicTacToeEnvironment",

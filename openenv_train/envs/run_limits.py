@@ -130,5 +130,5 @@ def run_fields(result: SandboxResult) -> dict[str, Any]:
 def answer_keys() -> tuple[str, ...]:
     """Files of the package that hold hidden tests and answers: sandboxed code must not read them."""
     keys = (("openenv_train.envs.coding", "tasks.json"), ("openenv_train.envs.repl", "questions.json"),
-            ("openenv_train.envs.git_repo", "tasks.json"))
+            ("openenv_train.envs.git_repo", "tasks.json"), ("openenv_train.envs.terminal", "tasks.json"))
     return tuple(str(resources.files(package).joinpath(name)) for package, name in keys)
