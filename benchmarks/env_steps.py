@@ -65,7 +65,7 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"message": f"[{rng.choice(WORDS)}]"}
     if env in ("maze", "grid_world", "snake"):
         return {"direction": rng.choice(DIRECTIONS)}
-    if env in ("coding", "repl"):
+    if env in ("coding", "repl", "jupyter"):
         return {"code": "x = sum(range(100))\nprint(x)"}
     if env == "terminal":
         return {"keystrokes": "echo hi\n", "wait_s": 2.0}

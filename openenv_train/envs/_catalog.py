@@ -198,6 +198,14 @@ register(EnvSpec(
     reward="1.0 when the task's check script passes on submit (or at max_steps), else 0.0", family="coding",
     tags=("code", "sandbox", "terminal"),
 ))
+register(EnvSpec(
+    "jupyter", "openenv_train.envs.jupyter:JupyterEnvironment",
+    "Answer a question with a real Jupyter kernel (ipykernel) per session in the OS sandbox, its channels over "
+    "ZeroMQ IPC; cells, outputs, errors, a time limit per cell.",
+    action='{"code": str, "answer": str | null}', reward="1.0 for a matching answer, else 0.0",
+    dependencies=("jupyter-client==8.10.0", "ipykernel==7.4.0"), family="coding", extra="jupyter",
+    modules=("jupyter_client", "ipykernel"), tags=("code", "sandbox", "jupyter"),
+))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
     "tic_tac_toe", "openenv_train.envs.python_games:TicTacToeEnvironment",
