@@ -75,7 +75,7 @@ class SandboxedKernel:
         write_connection_file(connection, transport="ipc", ip=os.path.join(folder, "k"), shell_port=1, iopub_port=2,
                               stdin_port=3, control_port=4, hb_port=5, key=secrets.token_hex(16).encode())
         os.chmod(connection, 0o644)
-        argv = [config.python, "-m", "ipykernel_launcher", "-f", connection, "--IPKernelApp.interrupt_mode=message"]
+        argv = [config.python, "-m", "ipykernel_launcher", "-f", connection]
         log = tempfile.TemporaryFile()  # the kernel's own log: a file, so it never blocks on a full pipe
         try:
             command = sandboxed_command(argv, config, shared_dir=folder)
@@ -88,15 +88,35 @@ class SandboxedKernel:
             raise
         client = AsyncKernelClient(connection_file=connection)
         client.load_connection_file()
-        client.start_channels()
+        client.start_channels(hb=False)  # liveness is the sandbox process's; heartbeats miss under load
         kernel = cls(process, client, folder, log)
         try:
-            await client.wait_for_ready(timeout=START_TIMEOUT_S)
-        except RuntimeError as exc:
+            await kernel._wait_ready(START_TIMEOUT_S)
+        except KernelDied as exc:
             error = await kernel._stderr_tail()
             await kernel.close()
-            raise KernelDied(f"the kernel did not start ({exc}): {error}") from None
+            raise KernelDied(f"{exc}: {error}") from None
         return kernel
+
+    async def _wait_ready(self, timeout_s: float) -> None:
+        """Ask for ``kernel_info`` until the kernel answers (requests sent before it binds are dropped)."""
+        deadline = time.monotonic() + timeout_s
+        sent: set[str] = set()
+        while time.monotonic() < deadline:
+            sent.add(self._client.kernel_info())
+            try:
+                reply = await self._client.get_shell_msg(timeout=1.0)
+            except queue.Empty:
+                if self._process.returncode is not None:
+                    raise KernelDied(f"the kernel exited (code {self._process.returncode}) while starting") from None
+                continue
+            if reply["parent_header"].get("msg_id") in sent:
+                while True:  # drain the replies to the other requests
+                    try:
+                        await self._client.get_shell_msg(timeout=0.2)
+                    except queue.Empty:
+                        return
+        raise KernelDied(f"the kernel did not answer within {timeout_s:g} s")
 
     async def execute(self, code: str, timeout_s: float) -> CellRun:
         """Run one cell; past ``timeout_s`` the kernel is interrupted (``KeyboardInterrupt`` in the cell).
