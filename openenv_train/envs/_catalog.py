@@ -249,6 +249,15 @@ register(EnvSpec(
     family="card games",
     tags=("openspiel", "game", "two-player", "imperfect-information"),
 ))
+register(EnvSpec(
+    "atari", "openenv_train.envs.atari:AtariEnvironment",
+    "An Atari 2600 game (pong by default; 108 ROMs) through ale-py: action ids, RGB, grayscale or RAM observations, "
+    "frame skip, sticky actions; frames as PNGs (OpenEnv's atari_env).",
+    action='{"action_id": int} (one of legal_actions; action_meanings says what each is)',
+    reward="the game's score change over the step",
+    dependencies=("ale-py==0.12.1",), family="games", extra="atari", modules=("ale_py",),
+    tags=("game", "atari", "pixels", "single-player"),
+))
 # -- chess and grid worlds -------------------------------------------------------------------------------
 register(EnvSpec(
     "chess", "openenv_train.envs.chess:ChessEnvironment",
