@@ -65,8 +65,12 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"message": f"[{rng.choice(WORDS)}]"}
     if env in ("maze", "grid_world", "snake"):
         return {"direction": rng.choice(DIRECTIONS)}
-    if env in ("coding", "repl"):
+    if env in ("coding", "repl", "jupyter"):
         return {"code": "x = sum(range(100))\nprint(x)"}
+    if env == "terminal":
+        return {"keystrokes": "echo hi\n", "wait_s": 2.0}
+    if env == "git":
+        return {"command": "git status --short && git log --oneline -3"}
     if env == "reasoning_gym":
         return {"answer": "1"}
     if env == "counter":

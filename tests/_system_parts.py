@@ -1,4 +1,4 @@
-"""System parts some tests need (bubblewrap, Chromium, a Docker engine, Node.js and the pinned agent CLIs): one place
+"""System parts some tests need (bubblewrap, Chromium, git, tmux, a Docker engine, Node.js and the pinned agent CLIs): one place
 decides skip or fail.
 
 A test that needs a part missing here is skipped with the reason and the install line, or fails where CI sets the
@@ -34,6 +34,11 @@ def _sandbox() -> str | None:
 def _browser() -> str | None:
     return _executables(("OPENENV_TRAIN_CHROMIUM", "/usr/bin/chromium"),
                         ("OPENENV_TRAIN_CHROMEDRIVER", "/usr/bin/chromedriver"))
+
+
+def _debian(program: str) -> Callable[[], str | None]:
+    """A probe of a program the envs run from /usr/bin inside the sandbox (git, tmux)."""
+    return lambda: _executables((f"OPENENV_TRAIN_{program.upper()}", f"/usr/bin/{program}"))
 
 
 def _docker() -> str | None:
@@ -81,6 +86,8 @@ PARTS = {part.name: part for part in (
                ("bubblewrap", "SandboxUnavailable"), _sandbox),
     SystemPart("browser", "OPENENV_TRAIN_REQUIRE_BROWSER", "apt-get install -y chromium chromium-driver",
                ("chromium", "chromedriver"), _browser),
+    SystemPart("git", "OPENENV_TRAIN_REQUIRE_GIT", "apt-get install -y git", ("needs git",), _debian("git")),
+    SystemPart("tmux", "OPENENV_TRAIN_REQUIRE_TMUX", "apt-get install -y tmux", ("/usr/bin/tmux",), _debian("tmux")),
     SystemPart("docker", "OPENENV_TRAIN_REQUIRE_DOCKER", "bash .ci/docker-setup.sh start (installs Debian's docker.io)",
                ("docker",), _docker),
     SystemPart("agents", "OPENENV_TRAIN_REQUIRE_AGENTS",
@@ -88,7 +95,7 @@ PARTS = {part.name: part for part in (
                ("AgentNotInstalled", "agents install"), _agents),
 )}
 
-INSTALL_ALL = "apt-get install -y bubblewrap chromium chromium-driver"
+INSTALL_ALL = "apt-get install -y bubblewrap chromium chromium-driver git tmux"
 """The one line that enables the sandbox and browser tests on Debian or Ubuntu."""
 
 

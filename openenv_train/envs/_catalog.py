@@ -182,6 +182,30 @@ register(EnvSpec(
     dependencies=("cloudpickle>=3.0,<4",), family="coding",
     tags=("code", "sandbox", "rlm"),
 ))
+register(EnvSpec(
+    "git", "openenv_train.envs.git_repo:GitEnvironment",
+    "A task on a real git repository in the OS sandbox (commit, branch, merge conflicts, revert, tag); a submit "
+    "checks the repository's state.",
+    action='{"command": str, "submit": bool}', reward="fraction of the task's repository checks that hold on submit, "
+    "else 0.0", family="coding",
+    tags=("code", "sandbox", "git"),
+))
+register(EnvSpec(
+    "terminal", "openenv_train.envs.terminal:TerminalEnvironment",
+    "A terminal-bench style task in a tmux terminal in the OS sandbox: keystrokes in, the screen out; a script "
+    "checks the task (OpenEnv's terminus/tbench2 kind).",
+    action='{"keystrokes": str, "keys": [str], "wait_s": float, "submit": bool}',
+    reward="1.0 when the task's check script passes on submit (or at max_steps), else 0.0", family="coding",
+    tags=("code", "sandbox", "terminal"),
+))
+register(EnvSpec(
+    "jupyter", "openenv_train.envs.jupyter:JupyterEnvironment",
+    "Answer a question with a real Jupyter kernel (ipykernel) per session in the OS sandbox, its channels over "
+    "ZeroMQ IPC; cells, outputs, errors, a time limit per cell.",
+    action='{"code": str, "answer": str | null}', reward="1.0 for a matching answer, else 0.0",
+    dependencies=("jupyter-client==8.10.0", "ipykernel==7.4.0"), family="coding", extra="jupyter",
+    modules=("jupyter_client", "ipykernel"), tags=("code", "sandbox", "jupyter"),
+))
 # -- OpenSpiel-compatible games --------------------------------------------------------------------------
 register(EnvSpec(
     "tic_tac_toe", "openenv_train.envs.python_games:TicTacToeEnvironment",
@@ -224,6 +248,15 @@ register(EnvSpec(
     action='{"action_id": int}  (0 pass/fold, 1 bet/call)', reward="chips won or lost (+-1 or +-2) on the final step",
     family="card games",
     tags=("openspiel", "game", "two-player", "imperfect-information"),
+))
+register(EnvSpec(
+    "atari", "openenv_train.envs.atari:AtariEnvironment",
+    "An Atari 2600 game (pong by default; 108 ROMs) through ale-py: action ids, RGB, grayscale or RAM observations, "
+    "frame skip, sticky actions; frames as PNGs (OpenEnv's atari_env).",
+    action='{"action_id": int} (one of legal_actions; action_meanings says what each is)',
+    reward="the game's score change over the step",
+    dependencies=("ale-py==0.12.1",), family="games", extra="atari", modules=("ale_py",),
+    tags=("game", "atari", "pixels", "single-player"),
 ))
 # -- chess and grid worlds -------------------------------------------------------------------------------
 register(EnvSpec(

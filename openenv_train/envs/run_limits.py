@@ -1,4 +1,4 @@
-"""What the sandboxed envs (coding, repl) share: run limits with safe maxima, opening a Sandbox, run fields."""
+"""What the sandboxed envs (coding, repl, git) share: run limits with safe maxima, opening a Sandbox, run fields."""
 
 from __future__ import annotations
 
@@ -129,5 +129,6 @@ def run_fields(result: SandboxResult) -> dict[str, Any]:
 
 def answer_keys() -> tuple[str, ...]:
     """Files of the package that hold hidden tests and answers: sandboxed code must not read them."""
-    keys = (("openenv_train.envs.coding", "tasks.json"), ("openenv_train.envs.repl", "questions.json"))
+    keys = (("openenv_train.envs.coding", "tasks.json"), ("openenv_train.envs.repl", "questions.json"),
+            ("openenv_train.envs.git_repo", "tasks.json"), ("openenv_train.envs.terminal", "tasks.json"))
     return tuple(str(resources.files(package).joinpath(name)) for package, name in keys)

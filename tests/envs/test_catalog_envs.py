@@ -22,6 +22,11 @@ def _skip_without_sandbox(name: str) -> None:
         from tests.sandbox.conftest import require_sandbox
 
         require_sandbox()
+    for program in ("git", "terminal"):
+        if program in get_spec(name).tags:
+            from tests import _system_parts
+
+            _system_parts.require("tmux" if program == "terminal" else program)
     if "browser" in get_spec(name).tags:
         from tests.envs._browser_solvers import require_browser
 
