@@ -80,17 +80,18 @@ def to_sft_dataset(
     min_reward: float | None = None,
     ok_only: bool = True,
     tool_arguments: Literal["object", "string"] = "object",
-    branches: Literal["drop", "rows"] = "drop",
+    branches: Literal["drop", "rows"] = "rows",
 ) -> datasets.Dataset:
     """A dataset for TRL's SFTTrainer: one conversation per kept episode in a ``messages`` column.
 
     The conversation follows the main line of the episode's call graph (``trace.call_graph()``): its first
     request's messages, then each reply and the messages that followed it (see ``_conversation``). The calls off
-    it (side calls such as a title, subagents, retries, the calls before a context rewrite) are branches: not
-    mixed into it, dropped, or each one more row with ``branches="rows"`` (a branch that forks from a call of
-    another line starts with that line's calls up to the fork). Tool calls keep OpenAI's shape (``id``, ``type``,
-    ``function.name``, ``function.arguments``). ``tools`` holds the tool schemas of the line's first call that
-    offered tools, as JSON (TRL's SFTTrainer parses it), or None.
+    it (side calls such as a title, subagents, retries, the calls before a context rewrite, and each call of an
+    agent that prompts with the current observation alone) are branches: never mixed into it; each one more row
+    (``branches="rows"``, the default: every sampled reply reaches the dataset) or dropped (``"drop"``). A branch
+    that forks from a call of another line starts with that line's calls up to the fork. Tool calls keep OpenAI's
+    shape (``id``, ``type``, ``function.name``, ``function.arguments``). ``tools`` holds the tool schemas of the
+    line's first call that offered tools, as JSON (TRL's SFTTrainer parses it), or None.
 
     Args:
         rows_or_run_dir: rows, or a run directory to read them from.
@@ -99,8 +100,8 @@ def to_sft_dataset(
         tool_arguments: ``"object"`` (default) parses each call's JSON arguments, as chat templates expect
             (Qwen's renders ``arguments | tojson``; a string would be encoded twice); ``"string"`` keeps
             OpenAI's JSON text.
-        branches: ``"drop"`` (default) exports the main line alone; ``"rows"`` adds one row per branch, after the
-            main line's (``line`` and ``main_line`` say which is which).
+        branches: ``"rows"`` (default) adds one row per branch, after the main line's (``line`` and ``main_line``
+            say which is which); ``"drop"`` exports the main line alone.
 
     Raises:
         ValueError: ``branches`` is neither ``"drop"`` nor ``"rows"``.

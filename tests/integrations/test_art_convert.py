@@ -14,8 +14,12 @@ from tests.rubrics._rows import wordle_row
 def test_fields_carry_messages_reward_and_metadata() -> None:
     row = wordle_row("crane", ["[slate]", "[crane]"], group_id="g0")
     fields = to_art_trajectory_fields(row)
+    # each call prompts with the current board alone: two lines, the later one the main line, neither lost
     roles = [m["role"] for m in fields["messages_and_choices"]]
-    assert roles.count("assistant") == 2 and roles[0] == "user"
+    assert roles == ["user", "assistant"] and fields["messages_and_choices"][-1]["content"] == "[crane]"
+    (other,) = fields["additional_histories"]
+    assert [m["role"] for m in other["messages_and_choices"]] == ["user", "assistant"]
+    assert other["messages_and_choices"][-1]["content"] == "[slate]"
     assert fields["reward"] == row.reward and fields["metadata"]["group_id"] == "g0"
     assert fields["metrics"]["turns"] == 2 and fields["metrics"]["done"] is True
 

@@ -82,4 +82,4 @@ def test_ray_job_submit_runs_the_grpo_wordle_recipe(ray_head: tuple[str, dict[st
     import json
 
     summary = json.loads((tmp_path / "job" / "summary.json").read_text())
-    assert set(summary["phases"]) == {"untrained", "sft", "grpo"} and "improvement" in summary
+    assert set(summary["phases"]) == {"untrained", "sft", "grpo", "sft_beam", "grpo_beam"} and "improvement" in summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import os
 import threading
@@ -152,6 +153,9 @@ class TagObservation(Observation):
     instance: int = 0
 
 
+_SERIALS = itertools.count()
+
+
 class CloseCounting:
     """Mixin: counts ``close()`` per instance in a class-level dict (reset it per test)."""
 
@@ -161,11 +165,13 @@ class CloseCounting:
     slow_steps: list[list[float]] = []
 
     def _register(self) -> None:
-        type(self).built.append(id(self))
+        # a serial, not id(self): a closed and freed instance's id is often the next instance's
+        self._serial = next(_SERIALS)
+        type(self).built.append(self._serial)
 
     def close(self) -> None:
         cls = type(self)
-        cls.closes[id(self)] = cls.closes.get(id(self), 0) + 1
+        cls.closes[self._serial] = cls.closes.get(self._serial, 0) + 1
 
 
 class SlowAsyncEnv(CloseCounting, Environment[TagAction, TagObservation, State]):

@@ -136,7 +136,9 @@ def test_sft_dataset_filters_and_keeps_openai_tool_calls(tmp_path: Path) -> None
     rows = [tool_row(), make_row(1, reward=0.2), make_row(2, reward=None), make_row(3, ok=False, reward=1.0),
             make_row(4, turns=0)]
     ds = to_sft_dataset(rows)
-    assert ds["trace_id"] == [rows[0].trace_id, rows[1].trace_id, rows[2].trace_id]  # ok_only, needs a reply
+    # ok_only, needs a reply; make_row's two calls share no prefix (each its own line), so each is a row
+    assert ds["trace_id"] == [rows[0].trace_id] + [rows[1].trace_id] * 2 + [rows[2].trace_id] * 2
+    assert ds["line"] == [0, 1, 0, 1, 0] and ds["main_line"] == [True, True, False, True, False]  # main line first
     messages = ds[0]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert messages[1]["content"] == "Guess the word."
@@ -149,10 +151,11 @@ def test_sft_dataset_filters_and_keeps_openai_tool_calls(tmp_path: Path) -> None
     verbatim = to_sft_dataset(rows[:1], tool_arguments="string")[0]["messages"][2]["tool_calls"]
     assert verbatim == CALL["tool_calls"]  # OpenAI's JSON text, byte for byte
     assert len(to_sft_dataset(rows, min_reward=0.5)) == 1  # drops 0.2 and the unscored row
-    assert len(to_sft_dataset(rows, ok_only=False)) == 4
+    assert len(to_sft_dataset(rows, ok_only=False)) == 7
+    assert len(to_sft_dataset(rows, ok_only=False, branches="drop")) == 4  # the main line of each episode
     with TraceWriter(tmp_path) as writer:
         writer.write_many(rows)
-    assert len(to_sft_dataset(tmp_path)) == 3 and len(to_sft_dataset([], min_reward=1.0)) == 0
+    assert len(to_sft_dataset(tmp_path)) == 5 and len(to_sft_dataset([], min_reward=1.0)) == 0
 
 
 def branched_row() -> TraceRow:
@@ -182,11 +185,11 @@ def test_sft_follows_the_main_line_and_keeps_branches_apart() -> None:
     assert [(s.turn.node_id, s.lead, s.reset) for s in segments(row.trace, line=2)] == [
         ("a", True, False), ("retry", False, False)]
 
-    (only,) = to_sft_dataset([row])
+    (only,) = to_sft_dataset([row], branches="drop")
     assert [m["content"] for m in only["messages"]] == [m["content"] if isinstance(m["content"], str | None)
                                                         else "Guess the word." for m in main]
     assert (only["line"], only["main_line"]) == (0, True)
-    rows = to_sft_dataset([row], branches="rows")
+    rows = to_sft_dataset([row])  # branches="rows", the default
     assert [(r["line"], r["main_line"]) for r in rows] == [(0, True), (1, False), (2, False)]
     assert rows[1]["messages"][-1]["content"] == "Wordle" and rows[1]["tools"] is None
     assert [m["role"] for m in rows[2]["messages"]] == ["system", "user", "assistant", "tool", "assistant"]

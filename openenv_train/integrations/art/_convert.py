@@ -23,7 +23,9 @@ _FINISH = {"stop", "length", "tool_calls", "content_filter", "function_call"}
 
 
 def to_art_trajectory_fields(row: TraceRow) -> dict[str, Any]:
-    """``art.Trajectory(**fields)`` for one row: messages, tools, reward (None -> 0.0), metrics, metadata."""
+    """``art.Trajectory(**fields)`` for one row: messages (the call graph's main line), the other lines as
+    ``additional_histories`` (ART's ``History`` fields, plain messages), tools, reward (None -> 0.0), metrics,
+    metadata."""
     turns = row.trace.turns
     tools = turns[0].request.get("tools") if turns else None
     metrics: dict[str, float | int | bool] = {k: float(v) for k, v in row.rewards.items() if v is not None}
@@ -31,8 +33,11 @@ def to_art_trajectory_fields(row: TraceRow) -> dict[str, Any]:
     metadata: dict[str, str | int | float | bool | None] = {
         "episode_id": row.episode_id, "group_id": row.group_id, "run_id": row.run_id, "trace_id": row.trace_id,
         "env": row.env.name, "task": json.dumps(row.task, default=str), "policy_version": row.policy.version}
-    return {"messages_and_choices": conversation(row.trace), "tools": tools, "reward": float(row.reward or 0.0),
-            "metrics": metrics, "metadata": metadata}
+    graph = row.trace.call_graph()
+    others = [{"messages_and_choices": conversation(row.trace, line=line.index), "tools": tools}
+              for line in graph.branches]
+    return {"messages_and_choices": conversation(row.trace), "additional_histories": others, "tools": tools,
+            "reward": float(row.reward or 0.0), "metrics": metrics, "metadata": metadata}
 
 
 def _exact(turn: TrainingTurn) -> bool:
@@ -89,8 +94,9 @@ def to_art_trajectory(row: TraceRow, *, trainable: bool = True) -> Any:
                 exact = trainable and not segment.lead and _exact(segment.turn)
                 histories[-1].append(to_art_choice(segment.turn, segment.reply) if exact else segment.reply)
     fields["messages_and_choices"] = histories[0] if histories else []
-    extra = [art.trajectories.History(messages_and_choices=h, tools=fields["tools"]) for h in histories[1:]]
-    return art.Trajectory(**fields, additional_histories=extra)
+    fields["additional_histories"] = [art.trajectories.History(messages_and_choices=h, tools=fields["tools"])
+                                      for h in histories[1:]]
+    return art.Trajectory(**fields)
 
 
 def to_art_groups(rows: Sequence[TraceRow], *, trainable: bool = True) -> list[Any]:
