@@ -32,7 +32,8 @@ def test_sft_from_traces_then_eval_the_checkpoint(tmp_path: Path) -> None:
                    "show_progress=false", cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads((tmp_path / "sft" / "summary.json").read_text())
-    assert summary["conversations"] == 3  # episodes 1, 3, 5: reward 1.0 and ok
+    # episodes 1, 3, 5 (reward 1.0 and ok); each of their two calls prompts afresh (no shared prefix): a row each
+    assert summary["conversations"] == 6
     checkpoint = tmp_path / "sft" / "checkpoints" / "sft"
     trained = AutoModelForCausalLM.from_pretrained(checkpoint)
     init = AutoModelForCausalLM.from_pretrained(tmp_path / "sft" / "checkpoints" / "init")

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ...core import OpenEnvTrainError
 from ...sandbox import SandboxConfig, sandboxed_command
 
 __all__ = ["CellRun", "KernelDied", "SandboxedKernel"]
@@ -24,7 +25,7 @@ INTERRUPT_GRACE_S = 5.0
 MAX_TEXT_CHARS = 64 * 1024
 
 
-class KernelDied(RuntimeError):
+class KernelDied(OpenEnvTrainError, RuntimeError):
     """The kernel did not start, exited, or stopped answering."""
 
 

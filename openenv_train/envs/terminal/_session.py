@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from ...core import OpenEnvTrainError
 from ...sandbox import SandboxConfig, sandboxed_command
 
 __all__ = ["TerminalDied", "TerminalSession"]
@@ -17,7 +18,7 @@ _DRIVER = str(Path(__file__).with_name("_driver.py"))
 _MAX_REPLY_BYTES = 4 * 2**20
 
 
-class TerminalDied(RuntimeError):
+class TerminalDied(OpenEnvTrainError, RuntimeError):
     """The sandboxed terminal stopped answering or exited; the episode needs a reset."""
 
 
