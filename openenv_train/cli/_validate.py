@@ -14,7 +14,6 @@ import ast
 import importlib
 import importlib.util
 import json
-import sys
 import tomllib
 import urllib.error
 import urllib.request
@@ -119,26 +118,14 @@ def _project(folder: Path, name: str, checks: _Checks) -> None:
                "define main() that serves the env and end the file with: if __name__ == \"__main__\": main()")
 
 
-def _import_package(folder: Path, name: str) -> None:
-    """Import ``folder`` as package ``name`` (whatever the folder is called), replacing an installed copy."""
-    for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
-        del sys.modules[key]
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {folder / '__init__.py'}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-
-
 def _imports(folder: Path, manifest: dict[str, Any], checks: _Checks) -> None:
-    from ..client import EnvClient
+    from ..client import EnvClient, import_folder_package
     from ..core import Action, Observation
     from ..server import Environment
 
     name = manifest["name"]
     try:
-        _import_package(folder, name)
+        import_folder_package(folder, name)
     except Exception as exc:
         checks.add("package_import", f"the folder imports as package {name!r}", False, str(folder / "__init__.py"),
                    "fix the import error (is openenv-train installed? do relative imports match the layout?)",
@@ -329,62 +316,45 @@ def _semantic_checks(base: str, checks: _Checks, timeout_s: float) -> None:
                "return float rewards (never NaN, infinity, strings or booleans)", f"rewards: {bad}"[:300])
 
 
-def _serve_folder(folder: Path, checks: _Checks, timeout_s: float) -> Any:
-    """Start ``openenv-train serve FOLDER`` (a real server) for the runtime level; None when it does not start."""
-    import os
-    import subprocess
-    import tempfile
-    import time
+def _serve_folder(folder: Path, checks: _Checks, timeout_s: float) -> tuple[Any, str] | None:
+    """Start ``openenv-train serve FOLDER`` (a real server) for the runtime level: its provider and URL; None when
+    it does not start."""
+    import asyncio
 
-    workdir = Path(tempfile.mkdtemp(prefix="openenv-train-validate-"))
-    ready, log = workdir / "ready", workdir / "server.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "openenv_train.cli", "serve", str(folder), "--port", "0", "--ready-file", str(ready),
-             "--parent-pid", str(os.getpid())], cwd=folder, stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + max(60.0, timeout_s)
-    while time.monotonic() < deadline and process.poll() is None and not (ready.is_file() and ready.read_text()):
-        time.sleep(0.1)
-    url = ready.read_text().strip() if ready.is_file() else ""
-    tail = " | ".join(log.read_text(errors="replace").splitlines()[-5:])
+    from ..core import ServerStartError
+    from ..launch import LocalProcessProvider
+
+    provider = LocalProcessProvider(str(folder), startup_timeout_s=max(60.0, timeout_s))
+    try:
+        url, tail = asyncio.run(provider.start()).base_url, ""
+    except ServerStartError as exc:
+        url, tail = "", " | ".join(str(exc).splitlines()[-5:])
     if not checks.add("startup", "'openenv-train serve' starts the folder's env and listens", bool(url), str(folder),
                       "run 'openenv-train serve .' in the folder and fix what its log says", tail[:400]):
-        _stop(process)
         return None
-    process.url = url  # type: ignore[attr-defined]
-    return process
-
-
-def _stop(process: Any) -> None:
-    import subprocess
-
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    return provider, url
 
 
 def run_levels(folder: Path | None, url: str | None, level: str, timeout_s: float) -> list[Check]:
     """The checks of every level up to ``level``, on a folder (static first) or a running server."""
+    import asyncio
+
     top = level_index(level)
     checks = _Checks()
     if folder is not None:
         checks.extend(check_folder(folder))
         if top == 0 or not all(c.passed for c in checks if c.id != "layout"):
             return list(checks)
-        process = _serve_folder(folder, checks, timeout_s)
-        if process is None:
+        served = _serve_folder(folder, checks, timeout_s)
+        if served is None:
             return list(checks)
+        provider, served_url = served
         try:
-            checks.extend(check_server(process.url, timeout_s=timeout_s))
+            checks.extend(check_server(served_url, timeout_s=timeout_s))
             if top == 2:
-                _semantic_checks(process.url.rstrip("/"), checks, timeout_s)
+                _semantic_checks(served_url.rstrip("/"), checks, timeout_s)
         finally:
-            _stop(process)
+            asyncio.run(provider.stop())
         return list(checks)
     assert url is not None
     checks.extend(check_server(url, timeout_s=timeout_s))

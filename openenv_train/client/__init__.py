@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core import lazy_attributes, moved_names
 from ..launch import Endpoint, Provider, http_get_json, register_default_client, wait_healthy, ws_url
-from ._auto import TRUST_REMOTE_CODE_ENV, AutoAction, AutoEnv, RemoteCodeRefused
+from ._auto import TRUST_REMOTE_CODE_ENV, AutoAction, AutoEnv, RemoteCodeRefused, import_folder_package
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
 from ._mcp_ws import McpWsClient, McpWsError, mcp_ws_url
@@ -51,6 +51,7 @@ __all__ = [
     "TypedMCPClient",
     "from_env",
     "http_get_json",
+    "import_folder_package",
     "mcp_ws_url",
     "server_mode",
     "wait_healthy",

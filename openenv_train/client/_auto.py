@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -25,7 +26,7 @@ from ..core import Action, OpenEnvTrainError
 from ..launch import space_url
 from ._client import EnvClient
 
-__all__ = ["TRUST_REMOTE_CODE_ENV", "AutoAction", "AutoEnv", "RemoteCodeRefused", "hub_package"]
+__all__ = ["TRUST_REMOTE_CODE_ENV", "AutoAction", "AutoEnv", "RemoteCodeRefused", "hub_package", "import_folder_package"]
 
 #: Set to 1 (true, yes) to allow ``from_hub`` to run a Space's code without ``trust_remote_code=True``.
 TRUST_REMOTE_CODE_ENV = "OPENENV_TRUST_REMOTE_CODE"
@@ -77,11 +78,22 @@ def hub_package(repo_id: str, *, trust_remote_code: bool = False, git_url: str |
         name = manifest["name"]
     except (OSError, yaml.YAMLError, TypeError, KeyError):
         raise OpenEnvTrainError(f"{repo_id} is not an env folder: it needs an openenv.yaml with a 'name'") from None
+    if not (dest / "__init__.py").is_file():
+        raise OpenEnvTrainError(f"{repo_id} has no __init__.py: it is not an env package")
+    return import_folder_package(dest, name)
+
+
+def import_folder_package(folder: Path, name: str) -> ModuleType:
+    """Import ``folder`` as package ``name`` (whatever the folder is called), replacing any copy already imported.
+
+    Raises:
+        ImportError: the folder has no ``__init__.py``; or whatever its code raises.
+    """
     for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
         del sys.modules[key]  # another copy of the package must not answer for this one
-    spec = importlib.util.spec_from_file_location(name, dest / "__init__.py", submodule_search_locations=[str(dest)])
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py", submodule_search_locations=[str(folder)])
     if spec is None or spec.loader is None:
-        raise OpenEnvTrainError(f"{repo_id} has no __init__.py: it is not an env package")
+        raise ImportError(f"cannot load {folder / '__init__.py'}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -197,6 +197,13 @@ def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: Grp
                  _episode_metrics, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed, report=report)
 
 
+def _agent_and_evals(cfg: GrpoConfig) -> tuple[ActionAgent, tuple[str, ...]]:
+    """The episode's agent, and the untrained evaluations to run (sampled, and greedy where asked)."""
+    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
+                        history=cfg.episode.history)
+    return agent, ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+
+
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     """Run (or resume) the recipe; returns the summary written to ``summary.json``."""
     if cfg.envs is not None:
@@ -207,9 +214,7 @@ def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
     url = cfg.env if "://" in cfg.env else None
     pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
                                run_id=cfg.run_name, sandbox=sandbox_setting(cfg.episode.sandbox, url, "episode.sandbox"))
-    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
-                        history=cfg.episode.history)
-    evals = ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    agent, evals = _agent_and_evals(cfg)
     games = None
     try:
         with rec.phase("env servers, rollout pool and model", 1):
@@ -268,9 +273,7 @@ def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
     pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
                                run_id=cfg.run_name, sandbox=local and sandbox_setting(cfg.episode.sandbox, None,
                                                                                       "episode.sandbox"))
-    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
-                        history=cfg.episode.history)
-    evals = ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    agent, evals = _agent_and_evals(cfg)
     games = None
     try:
         with rec.phase("env servers (one pool over the mix) and model", 1):
