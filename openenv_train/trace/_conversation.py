@@ -74,10 +74,11 @@ def line_turns(graph: CallGraph, line: CallLine) -> list[int]:
     return [*reversed(lead), *(nodes[node_id].index for node_id in line.node_ids)]
 
 
-def segments(trace: TrainingTrace, *, line: int | None = None) -> Iterator[Segment]:
+def segments(trace: TrainingTrace, *, line: int | None = None, graph: CallGraph | None = None) -> Iterator[Segment]:
     """Yield one :class:`Segment` per call of a line of ``trace.call_graph()``, in order: the main line, or the
-    line of index ``line`` (after the calls it forks from, marked ``lead``)."""
-    graph = trace.call_graph()
+    line of index ``line`` (after the calls it forks from, marked ``lead``). ``graph``: the trace's call graph, when
+    the caller has it already (reading several lines)."""
+    graph = graph or trace.call_graph()
     chosen = graph.main if line is None else graph.lines[line]
     if chosen is not None:
         yield from line_segments(trace, graph, chosen)
@@ -95,10 +96,11 @@ def line_segments(trace: TrainingTrace, graph: CallGraph, line: CallLine) -> Ite
         before = messages
 
 
-def conversation(trace: TrainingTrace, *, line: int | None = None) -> list[dict[str, Any]]:
+def conversation(trace: TrainingTrace, *, line: int | None = None,
+                 graph: CallGraph | None = None) -> list[dict[str, Any]]:
     """The conversation of a line of the trace's call graph (the main line by default): its first request, then
-    each reply and what followed it."""
-    return messages_of(segments(trace, line=line))
+    each reply and what followed it (``graph`` as :func:`segments`)."""
+    return messages_of(segments(trace, line=line, graph=graph))
 
 
 def messages_of(parts: Iterable[Segment]) -> list[dict[str, Any]]:

@@ -34,9 +34,10 @@ def to_art_trajectory_fields(row: TraceRow) -> dict[str, Any]:
         "episode_id": row.episode_id, "group_id": row.group_id, "run_id": row.run_id, "trace_id": row.trace_id,
         "env": row.env.name, "task": json.dumps(row.task, default=str), "policy_version": row.policy.version}
     graph = row.trace.call_graph()
-    others = [{"messages_and_choices": conversation(row.trace, line=line.index), "tools": tools}
+    others = [{"messages_and_choices": conversation(row.trace, line=line.index, graph=graph), "tools": tools}
               for line in graph.branches]
-    return {"messages_and_choices": conversation(row.trace), "additional_histories": others, "tools": tools,
+    return {"messages_and_choices": conversation(row.trace, graph=graph), "additional_histories": others,
+            "tools": tools,
             "reward": float(row.reward or 0.0), "metrics": metrics, "metadata": metadata}
 
 
@@ -86,7 +87,7 @@ def to_art_trajectory(row: TraceRow, *, trainable: bool = True) -> Any:
     histories: list[list[Any]] = []
     for line in graph.lines:
         histories.append([])
-        for segment in segments(row.trace, line=line.index):
+        for segment in segments(row.trace, line=line.index, graph=graph):
             if segment.reset and histories[-1]:
                 histories.append([])
             histories[-1].extend(segment.new_messages)
