@@ -285,7 +285,7 @@ def check_server(url: str, *, timeout_s: float = 5.0) -> list[Check]:
     base = url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}"
     checks = _Checks()
     try:
-        _http(f"{base}/health", timeout_s=timeout_s, soft=True)
+        _http(f"{base}/health", timeout_s=timeout_s)
     except (OSError, ValueError) as exc:
         checks.add("reachable", "the server answers HTTP", False, base,
                    "start it (openenv-train serve ENV --port PORT) and check the URL", f"{type(exc).__name__}: {exc}")
@@ -347,7 +347,7 @@ def _url_report(url: str, level: int, timeout_s: float) -> dict[str, Any]:
     version = doc.get("info", {}).get("version") if isinstance(doc, dict) else None
     paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
     ours = _Checks()
-    if criteria[0].passed or any(c.passed for c in criteria):  # it answers: drive a session too
+    if any(c.passed for c in criteria):  # it answers: drive a session too
         schema = _http(f"{base}/schema", timeout_s=timeout_s, soft=True)[1]
         _ws_checks(base, schema if isinstance(schema, dict) else {}, ours, timeout_s)
         if level == 3:
@@ -458,8 +458,8 @@ def validate(
         raise fail("give a folder or --url, not both", code=2)
     levels_mode = level is not None or policy is not None
     try:
-        if levels_mode:
-            policy_entries(policy, level_number(level or "semantic"))
+        if levels_mode:  # OpenEnv's --url ignores the policy: only its name is checked there
+            policy_entries(policy, level_number(level or "semantic") if url is None else 1)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     if url is not None and level is not None and level.lower() == "static":

@@ -21,8 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ._validation_graders import RUNTIME_GRADERS, Evidence, check_result, runtime_results, static_manifest
-from ._validation_manifest import Manifest, ManifestProblem, ManifestV2, RuntimePlan, RuntimePlanProblem
-from ._validation_manifest import load_runtime_plan, parse_manifest
+from ._validation_manifest import (
+    Manifest,
+    ManifestProblem,
+    ManifestV2,
+    RuntimePlan,
+    RuntimePlanProblem,
+    load_runtime_plan,
+    parse_manifest,
+)
 from ._validation_policy import PolicyEntry, policy_entries, verdict
 
 __all__ = ["LocalServer", "UnsupportedFolder", "detect_signature", "run_validation"]
@@ -128,7 +135,7 @@ def collect_episode(base_url: str, plan: RuntimePlan, *, episode_timeout_s: floa
             evidence.reset_schema_json = json.dumps(schema["reset_observation"], allow_nan=False)
         phase = "connect"
         url = base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1).rstrip("/") + "/ws"
-        with connect(url, open_timeout=remaining(), close_timeout=1, max_size=2**20, proxy=None) as ws:
+        with connect(url, open_timeout=remaining(), close_timeout=1, max_size=2**20) as ws:
 
             def exchange(operation: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
                 nonlocal phase
@@ -159,12 +166,18 @@ def collect_episode(base_url: str, plan: RuntimePlan, *, episode_timeout_s: floa
                 exchange("state")
             ws.send(json.dumps({"type": "close"}))
     except Exception as exc:
-        code = ""
-        if evidence.exchanges:
-            reply = json.loads(evidence.exchanges[-1][2]) if evidence.exchanges[-1][2].startswith("{") else {}
-            code = str((reply.get("data") or {}).get("code", "")) if reply.get("type") == "error" else ""
-        evidence.failure_reason = f"{phase} failed ({code or type(exc).__name__})"
+        evidence.failure_reason = f"{phase} failed ({_error_code(evidence) or type(exc).__name__})"
     return evidence
+
+
+def _error_code(evidence: Evidence) -> str:
+    """The error code of the last reply, if it was an error frame (the reason collection stopped)."""
+    try:
+        last = json.loads(evidence.exchanges[-1][2]) if evidence.exchanges else None
+    except ValueError:
+        return ""
+    data = last.get("data") if isinstance(last, dict) and last.get("type") == "error" else None
+    return str(data.get("code") or "") if isinstance(data, dict) else ""
 
 
 def _runtime(folder: Path, manifest: Manifest, server: LocalServer, skip_build: bool) -> tuple[list[dict[str, Any]],

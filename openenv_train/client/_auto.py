@@ -18,11 +18,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-from collections.abc import Sequence
 
 import yaml
 

@@ -17,8 +17,8 @@ from ..core import (
     ListToolsObservation,
     Observation,
     OpenEnvTrainError,
-    StepResult,
     ServerMode,
+    StepResult,
     Tool,
 )
 from ._client import EnvClient
@@ -68,7 +68,11 @@ class MCPToolClient(EnvClient[Any, Observation, Any]):
                 self.endpoint = await self.provider.start()
             created = await self._rpc("openenv/session/create")
             self.session_id = self._owned_session = str(created["session_id"])
-        await super().connect()
+        try:
+            await super().connect()
+        except BaseException:  # as OpenEnv's: a session made for a WebSocket that never came is ended
+            await self.close()
+            raise
         return self
 
     async def close(self) -> None:

@@ -19,8 +19,8 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Awaitable
-from urllib.parse import parse_qs
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode

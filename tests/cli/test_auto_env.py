@@ -74,3 +74,14 @@ def test_a_missing_space_or_a_bad_id_is_named(space_repo: Path, tmp_path: Path) 
         AutoAction.from_hub("tester/nope", git_url=str(tmp_path / "no-such-repo"), trust_remote_code=True)
     with pytest.raises(OpenEnvTrainError, match="a Space id is OWNER/NAME, got 'demo_env'"):
         AutoAction.from_hub("demo_env", trust_remote_code=True)
+
+
+def test_a_space_without_pyproject_gets_its_requirements_installed(space_repo: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-C", str(space_repo)]
+    (space_repo / "pyproject.toml").unlink()
+    (space_repo / "server" / "requirements.txt").write_text("pyyaml>=6\n")  # installed already: pip has nothing to fetch
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "requirements only"], check=True)
+    action_cls = AutoAction.from_hub("tester/demo_env", git_url=str(space_repo), trust_remote_code=True,
+                                     pip_args=["--no-index", "--quiet"])
+    assert action_cls.__name__ == "DemoEnvAction" and "cache" in (sys.modules["demo_env"].__file__ or "")

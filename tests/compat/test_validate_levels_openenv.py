@@ -86,6 +86,7 @@ def _ours(target: Path, level: str, policy: str | None) -> tuple[int, dict[str, 
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager:DeprecationWarning")  # theirs
 @pytest.mark.parametrize(("case", "level", "policy"), [
     ("no_block", "static", None),
     ("good", "static", "v1"),
