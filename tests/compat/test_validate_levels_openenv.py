@@ -121,3 +121,28 @@ def test_our_verdicts_equal_openenvs(scaffold: Path, tmp_path: Path, case: str, 
     assert rc == (1 if theirs.verdict.value == "fail" else 0)  # their CLI's exit status for the verdict
     model = ValidationReportV2 if ours["report_schema_version"] == "2" else ValidationReport
     model.model_validate({k: v for k, v in ours.items() if k != "ours"})
+
+
+@pytest.mark.timeout(600)
+def test_url_criteria_equal_openenvs_on_both_servers(oe_counter_url: str) -> None:
+    """``--url`` (OpenEnv ignores the level there): their six criteria, passed alike, on our server and theirs."""
+    from openenv.cli._validation import validate_running_environment
+
+    from openenv_train.launch import LocalProcessProvider
+
+    provider = LocalProcessProvider("counter", startup_timeout_s=120.0)
+    ours_url = asyncio.run(provider.start()).base_url
+    try:
+        for url in (ours_url, oe_counter_url):
+            theirs = validate_running_environment(url, timeout_s=10)
+            done = subprocess.run([sys.executable, "-m", "openenv_train.cli", "validate", "--url", url, "--level",
+                                   "runtime", "--timeout", "10", "--json"], capture_output=True, text=True, timeout=300,
+                                  env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+            ours = json.loads(done.stdout)
+            assert [(c["id"], c["passed"]) for c in ours["criteria"]] == [
+                (c["id"], c["passed"]) for c in theirs["criteria"]], (url, ours["criteria"], theirs["criteria"])
+            for key in ("passed", "mode", "standard_version", "standard_profile"):
+                assert ours[key] == theirs[key], (url, key)
+            assert done.returncode == (0 if theirs["passed"] else 1)
+    finally:
+        asyncio.run(provider.stop())
