@@ -359,6 +359,8 @@ class SessionRegistry:
             log.warning("closing env of session %s raised", session.id, exc_info=True)
 
     def idle(self, idle_timeout_s: float) -> list[Session]:
-        """Sessions with no request for ``idle_timeout_s`` and none in flight."""
+        """Sessions with no request for ``idle_timeout_s`` and none in flight; a session a ``/ws?session_id=``
+        WebSocket holds is exempt while it does (OpenEnv's reaper skips attached sessions too)."""
         cutoff = time.monotonic() - idle_timeout_s
-        return [s for s in self.sessions.values() if s is not None and not s.busy and s.last_active < cutoff]
+        return [s for s in self.sessions.values()
+                if s is not None and not s.busy and not s.attached and s.last_active < cutoff]

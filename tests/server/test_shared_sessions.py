@@ -50,7 +50,7 @@ async def test_the_websocket_and_post_mcp_share_one_session() -> None:
 
 
 async def _until_gone(server: object, session_id: str) -> None:
-    for _ in range(500):  # the detach runs as a task of the server's loop: wait on the condition
+    for _ in range(3000):  # the detach (or reaper) runs as a task of the server's loop: wait on the condition
         if server.registry.get(session_id) is None:  # type: ignore[attr-defined]
             return
         await asyncio.sleep(0.01)
@@ -80,3 +80,14 @@ async def test_our_production_mcp_client_shares_and_then_ends_its_session() -> N
         await _until_gone(server, session_id)
     with pytest.raises(ValueError, match="unknown mode 'staging'"):
         MCPToolClient("http://127.0.0.1:1", mode="staging")
+
+
+async def test_the_idle_reaper_spares_an_attached_session() -> None:
+    async with serve_inloop(SharedEcho, idle_timeout_s=2.0) as server:
+        endpoint = Endpoint(server.url)
+        attached, loose = [(await post_mcp(endpoint, "openenv/session/create"))["session_id"] for _ in range(2)]
+        async with GenericEnvClient(server.url, session_id=attached) as env:
+            await env.reset(episode_id="kept")
+            await _until_gone(server, loose)  # the reaper has run past the timeout: the unattached one is gone
+            assert server.registry.get(attached) is not None
+            assert (await env.state())["episode_id"] == "kept"
