@@ -3,6 +3,11 @@ rewards, seeding, the episode's length, bad actions, a dead simulation, both cli
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+from pathlib import Path
+
 import psutil
 import pytest
 from openenv.core import GenericEnvClient as OEGenericEnvClient
@@ -10,8 +15,15 @@ from openenv.core import GenericEnvClient as OEGenericEnvClient
 from tests.conftest import serve_inloop
 
 pytest.importorskip("libsumo", reason="needs the traffic extra: pip install 'openenv-train[traffic]'")
+pytest.importorskip("sumo", reason="needs the traffic extra: pip install 'openenv-train[traffic]'")
 
-from openenv_train.envs.traffic import SumoAction, SumoRLEnv, TrafficEnvironment  # noqa: E402
+from openenv_train.envs.traffic import (  # noqa: E402
+    SumoAction,
+    SumoRLEnv,
+    TrafficEnvironment,
+    bundled_network,
+    sumo_home,
+)
 
 
 def _drivers() -> list[psutil.Process]:
@@ -93,3 +105,20 @@ async def test_openenv_generic_client_and_the_typed_client_over_the_wire() -> No
             await env.reset(seed=1, num_seconds=50)
             typed = await env.step(SumoAction(phase_id=0))
             assert typed.observation.error is None and (await env.state()).total_vehicles >= 0
+
+
+def test_the_bundled_network_is_what_netconvert_builds_from_its_sources(tmp_path: Path) -> None:
+    net, _routes = bundled_network()
+    nets = Path(net).parent
+    home = sumo_home()
+    subprocess.run([f"{home}/bin/netconvert", "--node-files", str(nets / "intersection.nod.xml"),
+                    "--edge-files", str(nets / "intersection.edg.xml"), "--connection-files",
+                    str(nets / "intersection.con.xml"), "--no-turnarounds", "true", "--output-file",
+                    str(tmp_path / "built.net.xml")], check=True, capture_output=True, env={**os.environ, "SUMO_HOME": home},
+                   timeout=120)
+
+    def body(path: Path) -> str:  # without the header comment (the date and the files' paths)
+        return re.sub(r"<!-- generated on .*?-->", "", path.read_text(), flags=re.S)
+
+    assert body(tmp_path / "built.net.xml") == body(Path(net))
+    assert '<phase duration="33" state="GGgrrrGGgrrr"/>' in body(Path(net)), "four green phases, two of them left turns"

@@ -26,19 +26,21 @@ class SimulationDied(OpenEnvTrainError, RuntimeError):
 
 
 def sumo_home() -> str:
-    """SUMO's folder: ``SUMO_HOME`` where set, else the ``eclipse-sumo`` package's own (its programs, tools and
-    data), found without importing it (its import sets ``SUMO_HOME`` in this process).
+    """SUMO's folder: ``SUMO_HOME`` where it holds SUMO's programs, else the ``eclipse-sumo`` package's own (its
+    programs, tools and data), found without importing it (importing it, or libsumo, sets ``SUMO_HOME``).
 
     Raises:
         ModuleNotFoundError: neither is there (the message gives the install line).
     """
     home = os.environ.get("SUMO_HOME")
-    if home:
+    if home and os.path.isdir(os.path.join(home, "bin")):
         return home
     spec = importlib.util.find_spec("sumo")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("SUMO is not installed and SUMO_HOME is not set: pip install 'openenv-train[traffic]'")
-    return str(list(spec.submodule_search_locations)[0])
+    if spec is not None and spec.submodule_search_locations:
+        return str(list(spec.submodule_search_locations)[0])
+    if home:  # libsumo's own data folder (sumo-data) serves the simulation
+        return home
+    raise ModuleNotFoundError("SUMO is not installed and SUMO_HOME is not set: pip install 'openenv-train[traffic]'")
 
 
 class SimulationProcess:
