@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import ctypes.util
 import io
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from openenv.core import GenericEnvClient as OEGenericEnvClient
@@ -72,11 +76,22 @@ def test_pixels_render_headless_or_fail_naming_the_fix() -> None:
     first = env.reset(seed=0, render=True, render_height=48, render_width=64)
     assert first.pixels is not None
     image = Image.open(io.BytesIO(base64.b64decode(first.pixels)))
-    assert image.size == (64, 48) and len(set(image.getdata())) > 1, "a frame of the scene, not a blank"
+    assert image.size == (64, 48) and len(set(image.tobytes())) > 1, "a frame of the scene, not a blank"
     assert env.step(DMControlAction(values=[0.5])).pixels
     assert '<img alt="MuJoCo scene"' in (DMControlEnvironment.render_observation(first.model_dump()) or "")
     assert env.reset(seed=0).pixels is None
     env.close()
+
+
+def test_a_backend_that_cannot_load_is_named_with_the_fix() -> None:
+    if ctypes.util.find_library("OSMesa") is not None:
+        pytest.skip("OSMesa is installed here, so MUJOCO_GL=osmesa loads")
+    code = ("from openenv_train.envs.mujoco_control import DMControlEnvironment\n"
+            "try:\n    DMControlEnvironment().reset(seed=0)\nexcept Exception as e:\n    print(type(e).__name__, e)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MUJOCO_GL": "osmesa"})
+    assert done.stdout.startswith("RenderingUnavailable") and "MUJOCO_GL=osmesa" in done.stdout
+    assert "unset MUJOCO_GL for state observations" in done.stdout and "apt-get install" in done.stdout
 
 
 async def test_openenv_generic_client_and_the_typed_client_over_the_wire() -> None:
@@ -90,6 +105,8 @@ async def test_openenv_generic_client_and_the_typed_client_over_the_wire() -> No
             assert result.done is False and result.observation["error"] is None
             assert (await oe.state())["step_count"] == 1
         async with DMControlEnv(base_url=server.url) as env:
-            await env.reset(seed=1)
-            typed = await env.step(DMControlAction(values=[0.2]))
-            assert typed.observation.error is None and (await env.state()).domain_name == "cartpole"
+            await env.reset(seed=1, render=gl_backend() != "", render_height=24, render_width=32)
+            for _ in range(4):  # the server's worker threads take the calls in turn; the GL context stays on one
+                typed = await env.step(DMControlAction(values=[0.2]))
+                assert typed.observation.error is None and (typed.observation.pixels is not None) == (gl_backend() != "")
+            assert (await env.state()).domain_name == "cartpole"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import math
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -18,13 +20,19 @@ from ._models import DMControlAction, DMControlObservation, DMControlState
 
 __all__ = ["DMControlEnvironment"]
 
+T = TypeVar("T")
 Side = Annotated[int, Field(ge=16, le=1024, description="Rendered frame height or width in pixels.")]
 
 
 def _suite() -> Any:
-    gl_backend()  # MUJOCO_GL must be settled before dm_control's first import
-    from dm_control import suite
-
+    backend = gl_backend()  # MUJOCO_GL must be settled before dm_control's first import
+    try:
+        from dm_control import suite
+    except Exception as exc:  # a backend set but not loadable fails dm_control's import (PyOpenGL's errors vary)
+        if not backend:
+            raise
+        raise RenderingUnavailable(f"dm_control could not load the OpenGL backend MUJOCO_GL={backend} ({exc}); "
+                                   f"unset MUJOCO_GL for state observations alone, or: {RENDER_FIX}") from exc
     return suite
 
 
@@ -51,7 +59,7 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
     observation_type = DMControlObservation
     state_type = DMControlState
     readme = resources.files(__package__).joinpath("README.md").read_text(encoding="utf-8")
-    blocking = True  # loading a task compiles its model; rendering takes milliseconds
+    blocking = True  # loading a task compiles its model, rendering takes milliseconds (on the env's own thread)
 
     def __init__(self, *, domain_name: str = "cartpole", task_name: str = "balance") -> None:
         self._task = (domain_name, task_name)
@@ -60,6 +68,14 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
         self._render: tuple[int, int, int] | None = None
         self._over = False
         self._state = DMControlState(domain_name=domain_name, task_name=task_name)
+        self._thread: ThreadPoolExecutor | None = None
+
+    def _on_own_thread(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` on this env's one thread: a GL context stays current on the thread that made it, and the
+        server's worker threads take a session's calls in turn."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="dm_control")
+        return self._thread.submit(fn, *args, **kwargs).result()
 
     def reset(self, *, seed: int | None = None, episode_id: str | None = None,  # type: ignore[override]
               domain_name: str | None = None, task_name: str | None = None, render: bool = False,
@@ -70,6 +86,11 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
             ValueError: an unknown domain or task (close matches suggested).
             RenderingUnavailable: ``render`` on a host where MuJoCo cannot render (the message names the fix).
         """
+        return self._on_own_thread(self._reset, seed, episode_id, domain_name, task_name,
+                                   (render_height, render_width, camera_id) if render else None)
+
+    def _reset(self, seed: int | None, episode_id: str | None, domain_name: str | None, task_name: str | None,
+               render: tuple[int, int, int] | None) -> DMControlObservation:
         suite = _suite()
         task = (domain_name or self._task[0], task_name or self._task[1])
         if task not in suite.ALL_TASKS:
@@ -81,13 +102,13 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
             raise ValueError(f"domain {task[0]!r} has no task {task[1]!r}{did_you_mean(task[1], tasks, otherwise='.')}"
                              f" Its tasks: {', '.join(tasks)}")
         if task != self._loaded:
-            self.close()
+            self._free()
             self._env = suite.load(*task)
             self._loaded = task
         env = self._env
         # the task draws its random start from this generator: reseeding it makes the episode the seed's
         env.task.random.seed((seed if seed is not None else uuid.uuid4().int) % 2**32)
-        self._render = (render_height, render_width, camera_id) if render else None
+        self._render = render
         time_step = env.reset()
         self._over = False
         spec = env.action_spec()
@@ -101,6 +122,9 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
 
     def step(self, action: DMControlAction) -> DMControlObservation:  # type: ignore[override]
         """Apply ``action.values`` for one control timestep."""
+        return self._on_own_thread(self._step, action)
+
+    def _step(self, action: DMControlAction) -> DMControlObservation:
         env = self._env
         if env is None:
             return DMControlObservation(error="no task is loaded; call reset() first")
@@ -176,7 +200,13 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
         return self._state
 
     def close(self) -> None:
-        """Free the task's physics (and its rendering context)."""
+        """Free the task's physics and its rendering context, and the env's thread."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.submit(self._free).result()
+            thread.shutdown()
+
+    def _free(self) -> None:
         env, self._env, self._loaded = self._env, None, None
         if env is not None:
             env.close()
