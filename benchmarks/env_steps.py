@@ -59,6 +59,8 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
     """A valid action for ``env`` given its last observation (a cheap scripted policy)."""
     if obs.get("legal_actions"):
         return {"action_id": rng.choice(obs["legal_actions"])}
+    if env == "traffic":  # a random green phase of the intersection's
+        return {"phase_id": rng.choice(obs["action_mask"])}
     if env == "chess":
         return {"move": rng.choice(obs["legal_moves"])}
     if env == "wordle":
@@ -91,6 +93,8 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"message": move(rng) if move else f"[{rng.choice(DIRECTIONS)}]"}
     if env == "trading":
         return {"target_position": rng.choice([0.0, 0.5, 1.0])}
+    if env == "dm_control":  # the default task, cartpole/balance: one actuator in [-1, 1]
+        return {"values": [rng.uniform(-1.0, 1.0)]}
     if env == "trading_mcp":
         if rng.random() < 0.5:
             return _tool("place_order", {"side": rng.choice(["buy", "sell"]), "size": 1})

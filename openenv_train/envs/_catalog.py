@@ -288,6 +288,27 @@ register(EnvSpec(
     reward="+1 per food eaten, -1 on death, 0.0 otherwise", family="grid worlds",
     tags=("game", "grid"),
 ))
+# -- control and simulation --------------------------------------------------------------------------------
+register(EnvSpec(
+    "dm_control", "openenv_train.envs.mujoco_control:DMControlEnvironment",
+    "MuJoCo continuous control through dm_control's suite (cartpole, reacher, walker, cheetah, humanoid, ...): "
+    "one value per actuator with its bounds checked, seeded starts, state or rendered pixel observations "
+    "(OpenEnv's dm_control_env).",
+    action='{"values": [float, ...]} (one per actuator, within action_spec\'s bounds)',
+    reward="the task's own, in [0, 1] per step",
+    dependencies=("dm-control==1.0.50", "mujoco==3.17.0"), family="control", extra="mujoco",
+    modules=("dm_control", "mujoco"), tags=("control", "mujoco", "continuous", "physics", "single-player"),
+))
+register(EnvSpec(
+    "traffic", "openenv_train.envs.traffic:TrafficEnvironment",
+    "Traffic-signal control of one intersection in SUMO (libsumo, a process per session): green phases as "
+    "actions, sumo-rl's observation (phase, lane densities and queues) and rewards (OpenEnv's sumo_rl_env).",
+    action='{"phase_id": int, "ts_id": "0"} (one of action_mask)',
+    reward="the drop in the vehicles' accumulated waiting time (sumo-rl's diff-waiting-time; or average-speed, "
+           "queue, pressure)",
+    dependencies=("eclipse-sumo==1.28.0", "libsumo==1.28.0"), family="control", extra="traffic",
+    modules=("sumo", "libsumo"), tags=("control", "traffic", "sumo", "simulation", "single-player"),
+))
 # -- reasoning_gym and sql_tools -------------------------------------------------------------------------
 register(EnvSpec(
     "reasoning_gym", "openenv_train.envs.reasoning_gym:ReasoningGymEnvironment",

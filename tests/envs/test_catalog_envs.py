@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from typing import Any
 
@@ -18,6 +19,10 @@ NAMES = [spec.name for spec in list_envs()]
 
 
 def _skip_without_sandbox(name: str) -> None:
+    spec = get_spec(name)
+    missing = [m for m in spec.modules if importlib.util.find_spec(m) is None]
+    if missing:  # an extra outside the test extra's pins (the control family's): say how to run the test
+        pytest.skip(f"{', '.join(missing)} not installed (to run this test: {spec.install})")
     if "sandbox" in get_spec(name).tags:
         from tests.sandbox.conftest import require_sandbox
 

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from ...core import did_you_mean
 from ...server import Environment
+from ..png import encode_png
 from ._models import AtariAction, AtariObservation, AtariState
-from ._png import encode_png
 
 __all__ = ["AtariEnvironment"]
 

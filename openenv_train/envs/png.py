@@ -1,5 +1,5 @@
-"""A small PNG encoder (zlib, standard library): Atari frames have few colours and long runs, so they compress
-to a few KiB against 100 KiB raw."""
+"""A small PNG encoder (zlib, standard library) for the envs' frames: Atari screens (few colours, long runs: a few
+KiB against 100 KiB raw) and MuJoCo renders."""
 
 from __future__ import annotations
 
