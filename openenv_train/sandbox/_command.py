@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._config import SandboxConfig
-from ._mounts import PACKAGE_DIR, Binds, python_roots
+from ._mounts import Binds, python_roots
 
 __all__ = ["isolated_command", "launcher_command", "resolve_bwrap", "sandbox_env", "supervisor_spec"]
 
@@ -43,24 +43,7 @@ def sandbox_env(config: SandboxConfig, workdir: str) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env.update(config.env)
-    package_root = _package_root()
-    if package_root is not None:  # only this package is mounted there: nothing else becomes importable
-        env["PYTHONPATH"] = ":".join(filter(None, (package_root, config.env.get("PYTHONPATH"))))
     return env
-
-
-def _package_root() -> str | None:
-    """The folder holding this package when it lies outside the Python installation (a source checkout, an
-    editable install, a git worktree run with ``PYTHONPATH``), else None.
-
-    An editable install's import hook points at the checkout it was installed from, which the sandbox may not
-    mount (a worktree beside it): ``PYTHONPATH`` makes ``python -m openenv_train...`` inside import the package
-    that is mounted, the one running here.
-    """
-    root = str(PACKAGE_DIR.parent)
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    inside = any(root == p or root.startswith(p.rstrip("/") + "/") for p in prefixes)
-    return None if inside else root
 
 
 def supervisor_spec(config: SandboxConfig, *, mode: str, workdir: str, pid1: bool,

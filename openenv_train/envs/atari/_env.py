@@ -113,7 +113,8 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
         except (binascii.Error, ValueError):
             return None
         frame = int(observation.get("episode_frame_number") or 0)
-        score = html.escape(f"score {observation.get('episode_return', 0)} · lives {observation.get('lives', 0)}")
+        lives = observation.get("lives")
+        score = html.escape(f"score {observation.get('episode_return', 0)}" + (f" · lives {lives}" if lives else ""))
         return (f'<figure style="margin:0"><img alt="Atari screen" data-frame="{frame}" width="320" height="420" '
                 f'style="image-rendering:pixelated;background:#000" src="data:image/png;base64,{data}">'
                 f'<figcaption style="font:12px monospace">{score}</figcaption></figure>')
