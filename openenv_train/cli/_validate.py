@@ -5,7 +5,7 @@ Local checks follow OpenEnv's ``openenv validate`` (layout, manifest, ``[project
 client import, and the schemas generate. Runtime checks are OpenEnv's criteria (``/openapi.json``, ``/health``,
 ``/metadata``, ``/schema``, ``/mcp``, the mode's routes) plus ours over ``/ws``: a reset/step round trip, a
 ``state`` reply, and the error codes of a bad action and of an unknown message type. ``--level`` and ``--policy``
-(OpenEnv's validation levels and severity policies) are ``_validate_levels``'s.
+select OpenEnv's validation (``_validation_run``), with ours beside (``_validate_levels``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import typer
 import yaml
 
 from ._app import app, fail
-from ._validate_levels import LEVELS, level_index, replay_episode, severities, well_formed
+from ._validate_levels import ours_results, replay_episode, well_formed
+from ._validation_policy import LEVELS, level_number, policy_entries
+from ._validation_run import LocalServer, UnsupportedFolder, run_validation
 
 __all__ = ["Check", "check_folder", "check_server"]
 
@@ -188,7 +190,8 @@ def check_folder(folder: Path) -> list[Check]:
 
 
 # -- runtime -------------------------------------------------------------------------------------
-def _http(url: str, body: Any = None, timeout_s: float = 5.0) -> tuple[int, Any]:
+def _http(url: str, body: Any = None, timeout_s: float = 5.0, *, soft: bool = False) -> tuple[int, Any]:
+    """Status and JSON body (None if not JSON); ``soft``: a request that gets no answer is status 0, not an error."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     try:
@@ -196,6 +199,10 @@ def _http(url: str, body: Any = None, timeout_s: float = 5.0) -> tuple[int, Any]
             status, raw = reply.status, reply.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()
+    except (OSError, ValueError):
+        if not soft:
+            raise
+        return 0, None
     try:
         return status, json.loads(raw)
     except ValueError:
@@ -205,25 +212,25 @@ def _http(url: str, body: Any = None, timeout_s: float = 5.0) -> tuple[int, Any]
 def _http_checks(base: str, checks: _Checks, timeout_s: float) -> dict[str, Any]:
     """OpenEnv's runtime criteria; returns the /schema document (empty when it failed)."""
     fix_route = "serve the env with openenv-train (or OpenEnv's create_app), which provides this route"
-    status, doc = _http(f"{base}/openapi.json", timeout_s=timeout_s)
+    status, doc = _http(f"{base}/openapi.json", timeout_s=timeout_s, soft=True)
     paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
     checks.add("openapi_version_available", "GET /openapi.json returns info.version",
                status == 200 and isinstance(doc, dict) and isinstance(doc.get("info", {}).get("version"), str),
                f"{base}/openapi.json", fix_route, f"HTTP {status}")
-    status, doc = _http(f"{base}/health", timeout_s=timeout_s)
+    status, doc = _http(f"{base}/health", timeout_s=timeout_s, soft=True)
     checks.add("health_endpoint", "GET /health returns {'status': 'healthy'}",
                status == 200 and isinstance(doc, dict) and doc.get("status") == "healthy", f"{base}/health", fix_route,
                f"HTTP {status}: {doc}")
-    status, doc = _http(f"{base}/metadata", timeout_s=timeout_s)
+    status, doc = _http(f"{base}/metadata", timeout_s=timeout_s, soft=True)
     checks.add("metadata_endpoint", "GET /metadata returns name and description",
                status == 200 and isinstance(doc, dict) and all(isinstance(doc.get(k), str) for k in ("name", "description")),
                f"{base}/metadata", "give the Environment a name and a docstring", f"HTTP {status}")
-    status, schema = _http(f"{base}/schema", timeout_s=timeout_s)
+    status, schema = _http(f"{base}/schema", timeout_s=timeout_s, soft=True)
     ok = status == 200 and isinstance(schema, dict) and all(isinstance(schema.get(k), dict)
                                                              for k in ("action", "observation", "state"))
     checks.add("schema_endpoint", "GET /schema returns action, observation and state schemas", ok, f"{base}/schema",
                "make action_type/observation_type/state_type pydantic models", f"HTTP {status}")
-    status, doc = _http(f"{base}/mcp", body={}, timeout_s=timeout_s)
+    status, doc = _http(f"{base}/mcp", body={}, timeout_s=timeout_s, soft=True)
     checks.add("mcp_endpoint", "POST /mcp answers JSON-RPC 2.0",
                status == 200 and isinstance(doc, dict) and doc.get("jsonrpc") == "2.0", f"{base}/mcp", fix_route,
                f"HTTP {status}")
@@ -289,10 +296,10 @@ def check_server(url: str, *, timeout_s: float = 5.0) -> list[Check]:
 
 
 def _semantic_checks(base: str, checks: _Checks, timeout_s: float) -> None:
-    """The semantic level: the env's contract, graded over two seeded episodes of the same actions."""
+    """Our semantic checks: two seeded episodes of the same actions replay alike; their rewards are finite or null."""
     from ..recipes.collect import random_action
 
-    _, schema = _http(f"{base}/schema", timeout_s=timeout_s)
+    _, schema = _http(f"{base}/schema", timeout_s=timeout_s, soft=True)
     action_schema = schema.get("action", {}) if isinstance(schema, dict) else {}
     actions = [random_action(action_schema, seed=i) for i in range(5)]
     url = base.replace("http://", "ws://", 1).replace("https://", "wss://", 1) + "/ws"
@@ -312,66 +319,108 @@ def _semantic_checks(base: str, checks: _Checks, timeout_s: float) -> None:
                f"{first[diverged] if diverged < len(first) else None} vs "
                f"{second[diverged] if diverged < len(second) else None}"[:400])
     bad = [reward for _, reward, _ in first if not well_formed(reward)]
-    checks.add("reward_well_formed", "every reward is a finite number or null", not bad, url,
+    checks.add("reward_finite", "every reward is a finite number or null", not bad, url,
                "return float rewards (never NaN, infinity, strings or booleans)", f"rewards: {bad}"[:300])
 
 
-def _serve_folder(folder: Path, checks: _Checks, timeout_s: float) -> tuple[Any, str] | None:
-    """Start ``openenv-train serve FOLDER`` (a real server) for the runtime level: its provider and URL; None when
-    it does not start."""
-    import asyncio
-
-    from ..core import ServerStartError
-    from ..launch import LocalProcessProvider
-
-    provider = LocalProcessProvider(str(folder), startup_timeout_s=max(60.0, timeout_s))
-    try:
-        url, tail = asyncio.run(provider.start()).base_url, ""
-    except ServerStartError as exc:
-        url, tail = "", " | ".join(str(exc).splitlines()[-5:])
-    if not checks.add("startup", "'openenv-train serve' starts the folder's env and listens", bool(url), str(folder),
-                      "run 'openenv-train serve .' in the folder and fix what its log says", tail[:400]):
-        return None
-    return provider, url
-
-
-def run_levels(folder: Path | None, url: str | None, level: str, timeout_s: float) -> list[Check]:
-    """The checks of every level up to ``level``, on a folder (static first) or a running server."""
-    import asyncio
-
-    top = level_index(level)
-    checks = _Checks()
-    if folder is not None:
-        checks.extend(check_folder(folder))
-        if top == 0 or not all(c.passed for c in checks if c.id != "layout"):
-            return list(checks)
-        served = _serve_folder(folder, checks, timeout_s)
-        if served is None:
-            return list(checks)
-        provider, served_url = served
-        try:
-            checks.extend(check_server(served_url, timeout_s=timeout_s))
-            if top == 2:
-                _semantic_checks(served_url.rstrip("/"), checks, timeout_s)
-        finally:
-            asyncio.run(provider.stop())
+def _ours_on_folder(folder: Path, level: int, server: LocalServer, timeout_s: float) -> list[Check]:
+    """Our checks of the folder up to ``level``: the static ones, then (if those pass) its started server's."""
+    checks = _Checks(check_folder(folder))
+    if level == 1 or not all(c.passed for c in checks if c.id != "layout"):
         return list(checks)
-    assert url is not None
-    checks.extend(check_server(url, timeout_s=timeout_s))
-    if top == 2 and all(c.id != "reachable" for c in checks):
-        _semantic_checks(url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}", checks, timeout_s)
+    url = server.start()
+    if checks.add("startup", "'openenv-train serve' starts the folder's env and listens", url is not None, str(folder),
+                  "run 'openenv-train serve .' in the folder and fix what its log says", server.error):
+        assert url is not None
+        checks.extend(check_server(url, timeout_s=timeout_s))
+        if level == 3:
+            _semantic_checks(url.rstrip("/"), checks, timeout_s)
     return list(checks)
 
 
+def _url_report(url: str, level: int, timeout_s: float) -> dict[str, Any]:
+    """OpenEnv's ``validate --url`` report (its six criteria decide ``passed``), with our ``/ws`` checks beside."""
+    base = url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}"
+    criteria = _Checks()
+    _http_checks(base, criteria, timeout_s)
+    _, doc = _http(f"{base}/openapi.json", timeout_s=timeout_s, soft=True)
+    version = doc.get("info", {}).get("version") if isinstance(doc, dict) else None
+    paths = doc.get("paths", {}) if isinstance(doc, dict) else {}
+    ours = _Checks()
+    if any(c.passed for c in criteria):  # it answers: drive a session too
+        schema = _http(f"{base}/schema", timeout_s=timeout_s, soft=True)[1]
+        _ws_checks(base, schema if isinstance(schema, dict) else {}, ours, timeout_s)
+        if level == 3:
+            _semantic_checks(base, ours, timeout_s)
+    rows = [{"id": c.id, "description": c.description, "passed": c.passed, "required": True,
+             **({"details": c.details} if c.details else {})} for c in criteria]
+    return {"target": base, "validation_type": "running_environment",
+            "standard_version": version if isinstance(version, str) else "unknown",
+            "standard_profile": "openenv-http/1.x" if isinstance(version, str) and version.startswith("1.")
+            else "openenv-http/unknown",
+            "mode": ("simulation" if "/reset" in paths else "production") if paths else "unknown",
+            "passed": all(c.passed for c in criteria),
+            "summary": {"passed_count": sum(c.passed for c in criteria), "total_count": len(criteria),
+                        "failed_criteria": [c.id for c in criteria if not c.passed]},
+            "criteria": rows, "ours": ours_results(list(ours))}
+
+
 # -- command -------------------------------------------------------------------------------------
-def _print(checks: list[Check], severity: dict[str, str]) -> None:
+def _print(checks: list[Check]) -> None:
     for check in checks:
         if check.passed:
             typer.echo(f"PASS {check.id}: {check.description}")
         else:
-            word = "WARN" if severity.get(check.id) == "warn" else "FAIL"
-            typer.echo(f"{word} {check.id}: {check.description}\n     at: {check.where}"
+            typer.echo(f"FAIL {check.id}: {check.description}\n     at: {check.where}"
                        + (f"\n     got: {check.details}" if check.details else "") + f"\n     fix: {check.fix}")
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    """OpenEnv's text rendering of a level report, then ours."""
+    if "results" in report:
+        names = ", ".join(LEVELS[n - 1] for n in report["levels_run"])
+        typer.echo(f"Validation report for {report['target']} (signature: {report['signature']})\n"
+                   f"  policy {report['policy_version']} · levels run: {names}")
+        rows = report["results"]
+    else:
+        typer.echo(f"Validation report for {report['target']} (profile: {report['standard_profile']})\n"
+                   f"  standard version: {report['standard_version']} · mode: {report['mode']}")
+        rows = [{"check_id": c["id"], "status": "pass" if c["passed"] else "fail",
+                 "evidence": [c["details"]] if c.get("details") else []} for c in report["criteria"]]
+    for result in rows:
+        typer.echo(f"  {result['status'].upper():5s} {result['check_id']}")
+        if result["status"] != "pass":
+            for line in result.get("evidence") or []:
+                typer.echo(f"          {line}")
+            if result.get("remediation"):
+                typer.echo(f"          remediation: {result['remediation']}")
+    verdict = report.get("verdict") or ("pass" if report["passed"] else "fail")
+    typer.echo(f"Verdict: {verdict.upper()}")
+    if report["ours"]:
+        failed = [r for r in report["ours"] if r["status"] != "pass"]
+        typer.echo(f"openenv-train's own checks (not in the verdict): {len(report['ours']) - len(failed)}/"
+                   f"{len(report['ours'])} passed")
+        for result in failed:
+            typer.echo(f"  FAIL  {result['check_id']}\n" + "".join(f"          {line}\n" for line in result["evidence"])
+                       + (f"          fix: {result['remediation']}" if result["remediation"] else ""))
+
+
+def _level_report(folder: Path | None, url: str | None, level: str | None, policy: str | None, timeout_s: float,
+                  skip_build: bool) -> tuple[dict[str, Any], bool]:
+    """OpenEnv's validation of a folder or URL at ``level`` under ``policy``, with ours beside; and whether it
+    passes (OpenEnv's exit status: a PASS or WARN verdict)."""
+    top = level_number(level or "semantic")
+    if url is not None:
+        report = _url_report(url, top, timeout_s)
+        return report, bool(report["passed"])
+    assert folder is not None
+    server = LocalServer(folder, timeout_s)
+    try:
+        report = run_validation(folder, level=top, policy=policy, server=server, skip_build=skip_build)
+        report["ours"] = ours_results(_ours_on_folder(folder, top, server, timeout_s))
+    finally:
+        server.stop()
+    return report, report["verdict"] != "fail"
 
 
 @app.command()
@@ -380,18 +429,26 @@ def validate(
     url: Annotated[str | None, typer.Option(help="Check a running server instead, e.g. http://127.0.0.1:8000.")] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print a machine-readable JSON report.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each reply of a running server.")] = 5.0,
-    level: Annotated[str | None, typer.Option(help=f"Validation level ceiling, as OpenEnv's: {', '.join(LEVELS)} "
-                                                   "(runtime starts a real server of the folder and drives it; "
-                                                   "semantic also replays seeded episodes). Default: the folder's "
-                                                   "static checks, or a server's runtime checks.")] = None,
-    policy: Annotated[str | None, typer.Option(help="Severity policy version, as OpenEnv's --policy (v1, v2): which "
-                                                    "failed checks only warn. Default: every failed check fails.")] = None,
+    level: Annotated[str | None, typer.Option(help=f"OpenEnv's validation level ceiling: {', '.join(LEVELS)} (runtime "
+                                                   "starts the folder's server and grades one episode of its "
+                                                   "validation.execution runtime plan; semantic adds OpenEnv's "
+                                                   "contract graders). Selects OpenEnv's validation; default "
+                                                   "(neither --level nor --policy): our folder or server checks.")] = None,
+    policy: Annotated[str | None, typer.Option(help="OpenEnv's severity policy version (v1, v2): which failed checks "
+                                                    "fail the verdict and which warn. Default: v1 at --level static, "
+                                                    "v2 above (v1 has no runtime checks). Alone, it validates at "
+                                                    "OpenEnv's default level, semantic.")] = None,
+    skip_build: Annotated[bool, typer.Option(help="With --level runtime or semantic: do not start the folder's "
+                                                  "server; the runtime checks are SKIPped, as OpenEnv's --skip-build.")]
+    = False,
 ) -> None:
     """Check an env folder (layout, manifest, entry points, classes, schemas) or a running server (HTTP + /ws).
 
-    Each failed check names the file or endpoint and the fix.
+    Each failed check names the file or endpoint and the fix. With --level or --policy it is OpenEnv's validation
+    (its check ids, severities and verdict), our checks listed beside as ours.* (not in the verdict).
 
-    Exit status 0 when every check passes, 1 when one fails, 2 for bad usage.
+    Exit status 0 when every check passes (with --level/--policy: a PASS or WARN verdict), 1 when one fails,
+    2 for bad usage (or a folder that is not an env package).
     """
     if path is not None and path.startswith(("http://", "https://")):
         if url is not None and url != path:
@@ -399,34 +456,43 @@ def validate(
         path, url = None, path
     if url is not None and path is not None:
         raise fail("give a folder or --url, not both", code=2)
+    levels_mode = level is not None or policy is not None
     try:
-        if level is not None:
-            level_index(level)
-        severities([], policy)
+        if levels_mode:  # OpenEnv's --url ignores the policy: only its name is checked there
+            policy_entries(policy, level_number(level or "semantic") if url is None else 1)
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     if url is not None and level is not None and level.lower() == "static":
         raise fail("--level static reads an env folder; check a running server at --level runtime or semantic",
                    code=2)
+    folder = None if url is not None else Path(path or ".").resolve()
+    if folder is not None and not folder.is_dir():
+        raise fail(f"{folder} is not a folder; give an env folder (with openenv.yaml) or --url", code=2)
+    if levels_mode:
+        try:
+            report, passed = _level_report(folder, url, level, policy, timeout, skip_build)
+        except UnsupportedFolder as exc:
+            raise fail(str(exc), code=2) from None
+        if json_output:
+            typer.echo(json.dumps(report, indent=2))
+        else:
+            _print_report(report)
+        raise typer.Exit(0 if passed else 1)
     if url is not None:
         target, kind = url, "running_environment"
-        checks = check_server(url, timeout_s=timeout) if level is None else run_levels(None, url, level, timeout)
+        checks = check_server(url, timeout_s=timeout)
     else:
-        folder = Path(path or ".").resolve()
-        if not folder.is_dir():
-            raise fail(f"{folder} is not a folder; give an env folder (with openenv.yaml) or --url", code=2)
+        assert folder is not None
         target, kind = str(folder), "local_environment"
-        checks = check_folder(folder) if level is None else run_levels(folder, None, level, timeout)
-    severity = severities([c.id for c in checks], policy)
-    passed = all(c.passed or severity[c.id] == "warn" for c in checks)
+        checks = check_folder(folder)
+    passed = all(c.passed for c in checks)
     if json_output:
-        report = {"target": target, "validation_type": kind, "passed": passed, "level": level, "policy": policy,
-                  "warnings": [c.id for c in checks if not c.passed and severity[c.id] == "warn"],
+        report = {"target": target, "validation_type": kind, "passed": passed,
                   "summary": {"passed_count": sum(c.passed for c in checks), "total_count": len(checks),
                               "failed_criteria": [c.id for c in checks if not c.passed]},
-                  "criteria": [{**asdict(c), "severity": severity[c.id]} for c in checks]}
+                  "criteria": [asdict(c) for c in checks]}
         typer.echo(json.dumps(report, indent=2))
     else:
-        _print(checks, severity)
+        _print(checks)
         typer.echo(f"{'passed' if passed else 'FAILED'}: {sum(c.passed for c in checks)}/{len(checks)} checks on {target}")
     raise typer.Exit(0 if passed else 1)

@@ -1,10 +1,11 @@
-"""``validate --level`` and ``--policy``: OpenEnv's validation levels and severity policies over our checks.
+"""Our checks beside OpenEnv's at each ``validate --level``, named ``ours.*``: reported, never in the verdict.
 
-Levels, as OpenEnv 0.10 defines them: ``static`` reads the folder (layout, manifest, entry points, imports,
-schemas); ``runtime`` also starts a real server of it and drives it (HTTP routes and a ``/ws`` session);
-``semantic`` also grades the env's contract: replayability (the same seed and actions give the same
-observations and rewards) and well-formed rewards (finite numbers or null). A severity policy version says which
-failed checks fail the run and which only warn, as OpenEnv's ``severity-v1``/``v2`` do.
+OpenEnv 0.10's levels grade a folder only through its ``validation:`` block (``_validation_run``); a folder
+without one gets SKIPs (a WARN verdict) and no word on whether it serves. Ours say that: at ``static``, the
+folder checks of plain ``validate`` (layout, manifest fields, entry point, imports, schemas); from ``runtime``,
+the folder's server started and driven (HTTP routes, a ``/ws`` session, error codes); at ``semantic``, two
+seeded episodes of the same actions replayed (``ours.replayability``) and their rewards finite or null
+(``ours.reward_finite``). With ``--url``, OpenEnv's six runtime criteria decide, and ours add the ``/ws`` checks.
 """
 
 from __future__ import annotations
@@ -13,42 +14,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["LEVELS", "POLICIES", "level_index", "replay_episode", "severities"]
-
-#: The levels in order; each runs the ones before it.
-LEVELS = ("static", "runtime", "semantic")
-
-_WARN_V1 = frozenset({"layout", "models_classes", "client_classes", "dependencies"})
-#: Severity policy versions: the check ids whose failure only warns (every other failed check fails the run).
-#: v2 is OpenEnv's second version: a server that does not start fails (``startup``), as v1's runtime checks
-#: did too; the layout still warns (OpenEnv's ``static.layout``).
-POLICIES: dict[str, frozenset[str]] = {"v1": _WARN_V1, "v2": _WARN_V1 - {"dependencies"}}
-
-
-def level_index(level: str) -> int:
-    """The level's place in :data:`LEVELS`.
-
-    Raises:
-        ValueError: an unknown level (the message lists the known ones).
-    """
-    try:
-        return LEVELS.index(level.lower())
-    except ValueError:
-        raise ValueError(f"unknown level {level!r}; use one of: {', '.join(LEVELS)}") from None
-
-
-def severities(check_ids: list[str], policy: str | None) -> dict[str, str]:
-    """``fail`` or ``warn`` for each check id under ``policy`` (None: every check fails the run, as before).
-
-    Raises:
-        ValueError: an unknown policy version (the message lists the known ones).
-    """
-    if policy is None:
-        return dict.fromkeys(check_ids, "fail")
-    if policy not in POLICIES:
-        raise ValueError(f"unknown severity policy {policy!r}; use one of: {', '.join(POLICIES)}")
-    warn = POLICIES[policy]
-    return {check_id: "warn" if check_id in warn else "fail" for check_id in check_ids}
+__all__ = ["ours_results", "replay_episode", "well_formed"]
 
 
 def replay_episode(ws_url: str, actions: list[Any], *, seed: int, timeout_s: float) -> list[tuple[Any, Any, Any]]:
@@ -74,3 +40,10 @@ def replay_episode(ws_url: str, actions: list[Any], *, seed: int, timeout_s: flo
 def well_formed(reward: Any) -> bool:
     """A reward is a finite number or null."""
     return reward is None or (isinstance(reward, int | float) and not isinstance(reward, bool) and math.isfinite(reward))
+
+
+def ours_results(checks: list[Any]) -> list[dict[str, Any]]:
+    """Our :class:`~openenv_train.cli._validate.Check` list in OpenEnv's result shape, ids prefixed ``ours.``."""
+    return [{"check_id": f"ours.{c.id}", "status": "pass" if c.passed else "fail",
+             "evidence": [c.description] + ([f"at: {c.where}"] if not c.passed else [])
+             + ([f"got: {c.details}"] if c.details else []), "remediation": c.fix or None} for c in checks]

@@ -13,6 +13,7 @@ from ..launch import Endpoint, Provider, http_get_json, register_default_client,
 from ._auto import TRUST_REMOTE_CODE_ENV, AutoAction, AutoEnv, RemoteCodeRefused, import_folder_package
 from ._client import ClientState, EnvClient, GenericEnvClient
 from ._mcp_client import MCPToolClient, ToolCallError
+from ._mcp_http import McpHttpError, post_mcp
 from ._mcp_ws import McpWsClient, McpWsError, mcp_ws_url
 from ._server_mode import server_mode
 from ._sync import SyncEnvClient
@@ -38,6 +39,7 @@ __all__ = [
     "EnvClient",
     "GenericEnvClient",
     "MCPToolClient",
+    "McpHttpError",
     "McpWsClient",
     "McpWsError",
     "Provider",
@@ -53,6 +55,7 @@ __all__ = [
     "http_get_json",
     "import_folder_package",
     "mcp_ws_url",
+    "post_mcp",
     "server_mode",
     "wait_healthy",
     "ws_url",

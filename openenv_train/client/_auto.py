@@ -2,10 +2,12 @@
 (an env folder with ``openenv.yaml``, ``client.py`` and ``models.py``), as OpenEnv's ``AutoEnv``/``AutoAction``.
 
 This runs code from the Space: its repository is cloned (``git clone --depth 1``) into
-``~/.cache/openenv-train/hub/OWNER/NAME`` (``$OPENENV_TRAIN_HUB_CACHE`` moves it) and its package imported
-(``client.py``, ``models.py`` and whatever they import), in this process. Nothing is pip-installed: the package's
-own dependencies must already be installed. So it is refused unless the caller allows it:
-``trust_remote_code=True``, or ``OPENENV_TRUST_REMOTE_CODE=1`` (OpenEnv's variable) in the environment.
+``~/.cache/openenv-train/hub/OWNER/NAME`` (``$OPENENV_TRAIN_HUB_CACHE`` moves it), its package is pip-installed
+into this interpreter as OpenEnv's ``AutoEnv`` installs it (``_hub_install``: its ``pyproject.toml`` with its
+dependencies, or its ``requirements.txt``; the build backend runs the Space's build code), and imported
+(``client.py``, ``models.py`` and whatever they import), in this process. So it is refused unless the caller
+allows it: ``trust_remote_code=True``, or ``OPENENV_TRUST_REMOTE_CODE=1`` (OpenEnv's variable) in the environment.
+``install=False`` imports from the clone without installing (the package's dependencies must be installed).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,6 +28,7 @@ import yaml
 from ..core import Action, OpenEnvTrainError
 from ..launch import space_url
 from ._client import EnvClient
+from ._hub_install import install_space_package
 
 __all__ = ["TRUST_REMOTE_CODE_ENV", "AutoAction", "AutoEnv", "RemoteCodeRefused", "hub_package", "import_folder_package"]
 
@@ -46,9 +50,9 @@ def _cache_dir(repo_id: str) -> Path:
 
 
 def hub_package(repo_id: str, *, trust_remote_code: bool = False, git_url: str | None = None,
-                revision: str | None = None) -> Any:
-    """Clone the Space ``repo_id`` (or ``git_url``: any Git URL or local repository standing in for it) and import
-    its env package; returns the package module.
+                revision: str | None = None, install: bool = True, pip_args: Sequence[str] = ()) -> Any:
+    """Clone the Space ``repo_id`` (or ``git_url``: any Git URL or local repository standing in for it), install its
+    package (``install``; ``pip_args`` are extra flags of ``pip install``) and import it; returns the package module.
 
     Raises:
         RemoteCodeRefused: neither ``trust_remote_code`` nor ``$OPENENV_TRUST_REMOTE_CODE`` allows it.
@@ -59,7 +63,8 @@ def hub_package(repo_id: str, *, trust_remote_code: bool = False, git_url: str |
     url = git_url or f"https://huggingface.co/spaces/{repo_id}"
     if not _trusted(trust_remote_code):
         raise RemoteCodeRefused(
-            f"loading {repo_id} clones {url} and imports its Python code in this process; read it first, then pass "
+            f"loading {repo_id} clones {url}, pip-installs its package and imports its Python code in this process; "
+            "read it first, then pass "
             f"trust_remote_code=True or set {TRUST_REMOTE_CODE_ENV}=1 to allow it")
     dest = _cache_dir(repo_id)
     shutil.rmtree(dest, ignore_errors=True)  # a fresh clone: never code left from another revision
@@ -80,6 +85,16 @@ def hub_package(repo_id: str, *, trust_remote_code: bool = False, git_url: str |
         raise OpenEnvTrainError(f"{repo_id} is not an env folder: it needs an openenv.yaml with a 'name'") from None
     if not (dest / "__init__.py").is_file():
         raise OpenEnvTrainError(f"{repo_id} has no __init__.py: it is not an env package")
+    if install and install_space_package(dest, repo_id, pip_args):
+        importlib.invalidate_caches()
+        for key in [k for k in sys.modules if k == name or k.startswith(f"{name}.")]:
+            del sys.modules[key]  # a copy imported earlier (from a clone) must not answer for the installed one
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            # its distribution does not install a package of that name (another layout): use the clone
     return import_folder_package(dest, name)
 
 
@@ -120,13 +135,16 @@ class AutoEnv:
 
     @staticmethod
     async def from_hub(repo_id: str, *, base_url: str | None = None, trust_remote_code: bool = False,
-                       git_url: str | None = None, revision: str | None = None, **client: Any) -> Any:
-        """A connected client of the Space's env (``base_url``: a server to use instead of the Space's own URL).
+                       git_url: str | None = None, revision: str | None = None, install: bool = True,
+                       pip_args: Sequence[str] = (), **client: Any) -> Any:
+        """A connected client of the Space's env (``base_url``: a server to use instead of the Space's own URL;
+        ``install``/``pip_args``: as :func:`hub_package`).
 
         Raises:
             RemoteCodeRefused: remote code is not allowed (see the module's note).
         """
-        cls = AutoEnv.get_env_class(repo_id, trust_remote_code=trust_remote_code, git_url=git_url, revision=revision)
+        cls = AutoEnv.get_env_class(repo_id, trust_remote_code=trust_remote_code, git_url=git_url, revision=revision,
+                                    install=install, pip_args=pip_args)
         return await cls(base_url or space_url(repo_id), **client).connect()
 
 
@@ -135,7 +153,9 @@ class AutoAction:
 
     @staticmethod
     def from_hub(repo_id: str, *, trust_remote_code: bool = False, git_url: str | None = None,
-                 revision: str | None = None) -> type[Action]:
-        """The Space's action class (see the module's note on remote code)."""
-        package = hub_package(repo_id, trust_remote_code=trust_remote_code, git_url=git_url, revision=revision)
+                 revision: str | None = None, install: bool = True, pip_args: Sequence[str] = ()) -> type[Action]:
+        """The Space's action class (see the module's note on remote code; ``install``/``pip_args``: as
+        :func:`hub_package`)."""
+        package = hub_package(repo_id, trust_remote_code=trust_remote_code, git_url=git_url, revision=revision,
+                              install=install, pip_args=pip_args)
         return _subclass_in(f"{package.__name__}.models", Action)

@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
@@ -82,6 +83,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         token: the server's token, sent as ``Authorization: Bearer <token>``; None reads
             ``$OPENENV_TRAIN_TOKEN`` (unset: no token), "" sends none.
         provider: starts the server on ``connect()`` and stops it on ``close()``.
+        session_id: attach to this existing server session (``/ws?session_id=...``, as OpenEnv 0.10) instead of
+            opening a new one: one made by ``openenv/session/create`` on ``POST /mcp``, which then serves this
+            WebSocket and the session's HTTP MCP calls alike; closing the WebSocket leaves the session open.
 
     Example:
         >>> import asyncio
@@ -114,6 +118,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         headers: dict[str, str] | None = None,
         token: str | None = None,
         provider: Provider | None = None,
+        session_id: str | None = None,
     ) -> None:
         if base_url is None and uds is None and provider is None:
             raise ValueError("give base_url, uds or provider")
@@ -134,6 +139,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         # Kept apart from ``headers`` so that printing those never shows it.
         self._token = (os.environ.get(TOKEN_ENV, "").strip() if token is None else token) or None
         self.provider = provider
+        self.session_id = session_id
         self.client_state = ClientState.IDLE
         self.reconnects = 0
         self.on_reconnect: list[Callable[[str], Any]] = []
@@ -145,8 +151,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     # -- lifecycle --------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        """The WebSocket URL sessions are opened on."""
-        return ws_url(self.endpoint.base_url)
+        """The WebSocket URL sessions are opened on (with ``?session_id=`` when attaching to one)."""
+        url = ws_url(self.endpoint.base_url)
+        return url if self.session_id is None else f"{url}?{urlencode({'session_id': self.session_id})}"
 
     async def connect(self: C) -> C:
         """Open a session (starting the provider's server first, if any).
@@ -187,6 +194,13 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     async def close(self) -> None:
         """End the session (sending ``close``) and stop the provider's server, if any."""
+        await self._disconnect()
+        self.client_state = ClientState.CLOSED
+        if self.provider is not None and self.provider.started:
+            await self.provider.stop()
+
+    async def _disconnect(self) -> None:
+        """Send ``close`` and close the WebSocket (an attached session stays open on the server)."""
         ws, self._ws = self._ws, None
         if ws is not None:
             try:
@@ -194,9 +208,6 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 await asyncio.wait_for(ws.close(), 5.0)
             except Exception:  # the session is ending either way
                 pass
-        self.client_state = ClientState.CLOSED
-        if self.provider is not None and self.provider.started:
-            await self.provider.stop()
 
     async def __aenter__(self: C) -> C:
         return await self.connect()

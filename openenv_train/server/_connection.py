@@ -20,6 +20,7 @@ import struct
 from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode
@@ -73,6 +74,13 @@ def _http_response(status: int, payload: Any) -> HttpResponse:
     return HttpResponse(status, body)
 
 
+def _session_id_query(target: str) -> str | None:
+    """The ``session_id`` query parameter of a request target, if any."""
+    _, _, query = target.partition("?")
+    values = parse_qs(query).get("session_id")
+    return values[0] if values else None
+
+
 async def _later(answer: Awaitable[tuple[int, Any]]) -> HttpResponse:
     return _http_response(*await answer)
 
@@ -80,7 +88,7 @@ async def _later(answer: Awaitable[tuple[int, Any]]) -> HttpResponse:
 class Connection(HttpConnection):
     """One client connection: HTTP requests until it upgrades to a WebSocket session."""
 
-    __slots__ = ("server", "phase", "ws", "rules", "session", "backlog", "denied", "_limits")
+    __slots__ = ("server", "phase", "ws", "rules", "session", "attached", "backlog", "denied", "_limits")
 
     def __init__(self, server: EnvServer) -> None:
         super().__init__(server.tasks, _error_response)
@@ -89,6 +97,7 @@ class Connection(HttpConnection):
         self.ws: ServerProtocol | None = None
         self.rules: WsSession | None = None
         self.session: Session | None = None
+        self.attached = False  # the session is another's (``/ws?session_id=``): leaving detaches, never closes it
         self.backlog: deque[tuple[bytes, Opcode]] | None = None
         self.denied: str | None = None  # why the request being read is refused (401), if it is
         config = server.config
@@ -132,7 +141,8 @@ class Connection(HttpConnection):
         if self.denied is not None:
             return self._refusal(self.denied, close=upgrade)
         if upgrade:
-            self._upgrade(request.headers, mcp=path == "/mcp")
+            self._upgrade(request.headers, mcp=path == "/mcp", attach_to=_session_id_query(request.target)
+                          if path == "/ws" else None)
             return None
         try:
             answer = self.server.routes.handle(request.method, request.target, request.body)
@@ -164,7 +174,7 @@ class Connection(HttpConnection):
         ], close=close)
 
     # -- WebSocket ---------------------------------------------------------------------------------
-    def _upgrade(self, headers: dict[str, str], *, mcp: bool = False) -> None:
+    def _upgrade(self, headers: dict[str, str], *, mcp: bool = False, attach_to: str | None = None) -> None:
         key = headers.get("sec-websocket-key", "").encode("latin-1")
         if headers.get("sec-websocket-version") != "13" or len(base64.b64decode(key + b"===", validate=False)) != 16:
             self.fail(400, "invalid WebSocket handshake: need Sec-WebSocket-Version 13 and a 16-byte key")
@@ -182,7 +192,15 @@ class Connection(HttpConnection):
         self.rules = WsSession(max_messages_per_s=config.max_messages_per_s, message_burst=config.message_burst,
                                max_message_size=config.max_message_size, count=self.server.count_limit, mcp=mcp)
         registry = self.server.registry
-        if registry.executor is None:
+        if attach_to:  # OpenEnv 0.10: share the session an ``openenv/session/create`` made (MCPToolClient's way)
+            self.phase = Phase.OPEN
+            try:
+                self.session = registry.attach(attach_to)
+            except ProtocolError as exc:
+                self._ws_fail(exc)
+                return
+            self.attached = True
+        elif registry.executor is None:
             self.phase = Phase.OPEN
             try:
                 self.session = registry.create(self.rules.kind)
@@ -322,7 +340,8 @@ class Connection(HttpConnection):
     def _release(self) -> None:
         if self.session is not None:
             session, self.session = self.session, None
-            self.server.spawn(self.server.registry.close(session))
+            registry = self.server.registry
+            self.server.spawn(registry.detach(session) if self.attached else registry.close(session))
 
     def _flush(self) -> None:
         ws, transport = self.ws, self.transport

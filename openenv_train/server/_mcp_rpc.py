@@ -89,6 +89,9 @@ class McpRpc:
         target = self.registry.get(target_id)
         if target is None:
             raise JsonRpcError(JsonRpcCode.INVALID_PARAMS, f"Unknown session_id: {target_id}")
+        if target.attached:  # OpenEnv's rule: a /ws?session_id= connection holds it; it closes when that leaves
+            target.close_pending = True
+            return {"session_id": target_id, "closed": False, "closing": True}
         return self._closed(target)
 
     async def _closed(self, target: Session) -> dict[str, Any]:

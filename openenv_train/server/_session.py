@@ -33,6 +33,7 @@ log = logging.getLogger("openenv_train.server")
 
 #: Reply meaning "end this session" (the ``close`` message).
 CLOSE: Final = object()
+_MISSING: Final = object()
 #: What handling one message yields: a frame to send, an awaitable of one, or CLOSE.
 Reply = Any
 
@@ -46,7 +47,7 @@ def execution_error(what: str, exc: BaseException) -> ProtocolError:
 class Session:
     """One Environment instance and what the server tracks about it."""
 
-    __slots__ = ("id", "env", "info", "last_active", "busy", "closed", "kind", "_executor")
+    __slots__ = ("id", "env", "info", "last_active", "busy", "closed", "kind", "attached", "close_pending", "_executor")
 
     def __init__(self, session_id: str, env: Environment[Any, Any, Any], info: EnvSpecInfo, kind: str,
                  executor: Executor | None) -> None:
@@ -57,6 +58,10 @@ class Session:
         self.last_active = time.monotonic()
         self.busy = False
         self.closed = False
+        #: A ``/ws?session_id=`` connection is attached (OpenEnv's sharing of an ``openenv/session/create`` session).
+        self.attached = False
+        #: ``openenv/session/close`` came while attached: the session closes when the WebSocket detaches.
+        self.close_pending = False
         self._executor = executor
 
     def touch(self) -> None:
@@ -310,6 +315,32 @@ class SessionRegistry:
     def get(self, session_id: str) -> Session | None:
         return self.sessions.get(session_id)
 
+    def attach(self, session_id: str) -> Session:
+        """Attach a WebSocket to the existing session ``session_id`` (``/ws?session_id=``, as OpenEnv 0.10).
+
+        Raises:
+            ProtocolError: SESSION_ERROR for an unknown id, a session still being built, or one that already has a
+                WebSocket attached (OpenEnv's three refusals, worded as theirs).
+        """
+        session = self.sessions.get(session_id, _MISSING)
+        if session is _MISSING:
+            raise ProtocolError(ErrorCode.SESSION_ERROR, f"Unknown session_id: {session_id}; create one with "
+                                "openenv/session/create (POST /mcp) or connect without session_id")
+        if session is None:
+            raise ProtocolError(ErrorCode.SESSION_ERROR, f"Session {session_id} is still initializing")
+        assert isinstance(session, Session)
+        if session.attached:
+            raise ProtocolError(ErrorCode.SESSION_ERROR, f"Session {session_id} already has an attached WebSocket")
+        session.attached = True
+        session.touch()
+        return session
+
+    async def detach(self, session: Session) -> None:
+        """The attached WebSocket left: the session stays (its owner closes it) unless a close is pending."""
+        session.attached = False
+        if session.close_pending:
+            await self.close(session)
+
     async def close(self, session: Session) -> None:
         """Unregister a session and close its env exactly once; errors are logged, not raised."""
         if session.closed:
@@ -328,6 +359,8 @@ class SessionRegistry:
             log.warning("closing env of session %s raised", session.id, exc_info=True)
 
     def idle(self, idle_timeout_s: float) -> list[Session]:
-        """Sessions with no request for ``idle_timeout_s`` and none in flight."""
+        """Sessions with no request for ``idle_timeout_s`` and none in flight; a session a ``/ws?session_id=``
+        WebSocket holds is exempt while it does (OpenEnv's reaper skips attached sessions too)."""
         cutoff = time.monotonic() - idle_timeout_s
-        return [s for s in self.sessions.values() if s is not None and not s.busy and s.last_active < cutoff]
+        return [s for s in self.sessions.values()
+                if s is not None and not s.busy and not s.attached and s.last_active < cutoff]

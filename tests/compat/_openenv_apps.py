@@ -1,7 +1,8 @@
 """Environments written against openenv-core's own API, served by openenv-core's ``create_app``.
 
-Run as a script: ``python _openenv_apps.py {counter|echo|scored} READY_FILE`` (``scored``: the counter with an
-attached rubric, in production mode; openenv >= 0.10 only). It binds a free
+Run as a script: ``python _openenv_apps.py {counter|echo|scored|shared} READY_FILE`` (``scored``: the counter with an
+attached rubric, in production mode; ``shared``: the echo env with an ``episode`` tool, in production mode; both
+openenv >= 0.10 only). It binds a free
 127.0.0.1 port itself (no race), serves the app under uvicorn, and writes the port to
 READY_FILE once listening. It exits when its parent dies.
 """
@@ -100,9 +101,16 @@ class OEEchoEnvironment(MCPEnvironment):
     """Echoes messages through MCP tools."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    #: Also serve ``episode`` (the episode id this env holds): the ``shared`` app's proof of one shared session.
+    EPISODE_TOOL = False
 
     def __init__(self) -> None:
         mcp = FastMCP("echo_env")
+        if self.EPISODE_TOOL:
+            @mcp.tool
+            def episode() -> str:
+                """The episode id of this env."""
+                return str(self._state.episode_id)
 
         @mcp.tool
         def echo_message(message: str) -> str:
@@ -179,9 +187,18 @@ def build_scored_app() -> Any:
                       max_concurrent_envs=MAX_CONCURRENT_ENVS, mode=ServerMode.PRODUCTION)
 
 
+class OESharedEchoEnvironment(OEEchoEnvironment):
+    EPISODE_TOOL = True
+
+
 def build_app(kind: str) -> Any:
     if kind == "scored":
         return build_scored_app()
+    if kind == "shared":  # production mode: what MCPToolClient(mode="production") shares a session with
+        from openenv.core.env_server.types import ServerMode
+
+        return create_app(OESharedEchoEnvironment, CallToolAction, CallToolObservation, env_name="shared_echo",
+                          max_concurrent_envs=MAX_CONCURRENT_ENVS, mode=ServerMode.PRODUCTION)
     if kind == "counter":
         return create_app(OECounterEnvironment, OECounterAction, OECounterObservation, env_name="oe_counter",
                           max_concurrent_envs=MAX_CONCURRENT_ENVS)
