@@ -43,6 +43,7 @@ TEXTARENA_MOVES = {
     "cryptarithm": lambda r: f"[{r.choice('SENDMORY')} {r.randint(0, 9)}]",
     "three_card_monte": lambda r: f"[{r.randint(0, 2)}]",
 }
+SEARCHES = ["integer square root", "heap push then pop", "close matches cutoff", "leap years", "shell escape"]
 MOCK_CALLS = [("get_weather", {"city": "paris", "date": "2026-05-05"}),
               ("convert_currency", {"amount": 10, "from_currency": "USD", "to_currency": "EUR"}),
               ("get_stock_price", {"symbol": "ACME"})]
@@ -87,6 +88,8 @@ def next_action(env: str, obs: dict[str, Any], rng: random.Random) -> dict[str, 
         return {"action_str": f"fill('{bid}', 'abc')" if role == "textbox" else f"click('{bid}')"}
     if env == "sql_tools":
         return _tool("list_tables", {})
+    if env == "doc_search":
+        return _tool("search", {"query": rng.choice(SEARCHES)})
     if env.startswith("textarena/"):
         game = env.removeprefix("textarena/")
         move = TEXTARENA_MOVES.get(game)

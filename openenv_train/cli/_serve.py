@@ -70,7 +70,8 @@ def serve(
         inner = {name: values[name] for name in ("max_sessions", "idle_timeout_s", "max_message_size", "mode",
                                                  "max_messages_per_s", "message_burst")}
         inner["token_file"] = os.path.abspath(token_file) if token_file else None
-        raise typer.Exit(_serve_sandboxed(env, uds, ready_file, config_argv(ServerConfig, inner)))
+        nested = bool(getattr(env_cls, "opens_sandboxes", False))
+        raise typer.Exit(_serve_sandboxed(env, uds, ready_file, config_argv(ServerConfig, inner), nested=nested))
     try:
         config_obj = ServerConfig(**values)
     except ValueError as exc:
@@ -84,8 +85,11 @@ def serve(
     run_server(env_cls, config_obj, parent_pid=parent_pid, ready_file=ready_file)
 
 
-def _serve_sandboxed(env: str, uds: str | None, ready_file: str | None, options: list[str]) -> int:
-    """Re-run ``serve`` inside the sandbox behind a Unix socket; returns the server's exit code."""
+def _serve_sandboxed(env: str, uds: str | None, ready_file: str | None, options: list[str], *, nested: bool) -> int:
+    """Re-run ``serve`` inside the sandbox behind a Unix socket; returns the server's exit code.
+
+    ``nested``: the env opens sandboxes of its own, so the server's sandbox lets it create user namespaces.
+    """
     import signal
     import subprocess
     import sys
@@ -105,12 +109,13 @@ def _serve_sandboxed(env: str, uds: str | None, ready_file: str | None, options:
         argv += ["--ready-file", os.path.abspath(ready_file)]
     # A module:Class of the user's lives in the working directory: mount it read-only and import from it.
     cwd = os.getcwd()
-    config = SandboxConfig(limits=SandboxLimits.for_server(), ro_paths=(cwd,), env={"PYTHONPATH": cwd})
+    config = SandboxConfig(limits=SandboxLimits.for_server(), ro_paths=(cwd,), env={"PYTHONPATH": cwd}, nested=nested)
     try:
         command = sandboxed_command(argv, config, shared_dir=shared)
     except (SandboxUnavailable, ValueError) as exc:
         raise fail(f"cannot sandbox the server: {exc}") from None
-    err.print(f"openenv-train: sandboxed server (no network) for {env}; connect through the Unix socket {uds}")
+    inner = "; it opens a sandbox per episode inside" if nested else ""
+    err.print(f"openenv-train: sandboxed server (no network) for {env}{inner}; connect through the Unix socket {uds}")
     process = subprocess.Popen(command)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: process.kill())

@@ -390,6 +390,14 @@ register(EnvSpec(
     reward="on submit_answer: share of the needed calls made with matching arguments, plus the answer",
     family="tools", tags=("mcp", "tool-use", "function-calling"),
 ))
+register(EnvSpec(
+    "doc_search", "openenv_train.envs.doc_search:DocSearchEnvironment",
+    "Answer a question by searching a local corpus (the Python standard library's docstrings) with BM25 search "
+    "and fetch tools; OpenEnv's websearch kind, offline.",
+    action='{"type": "call_tool", "tool_name": "search"|"fetch"|"submit_answer", "arguments": {...}}',
+    reward="1.0 for a correct submit_answer (normalised exact match), else 0.0; submit ends the episode",
+    family="tools", tags=("mcp", "tool-use", "search"),
+))
 # -- browser navigation (MiniWoB++ in headless Chromium) -------------------------------------------------
 _BROWSER_ACTION = ('{"action_str": str}  (BrowserGym actions: click(\'13\'), fill(\'7\', \'text\'), '
                    'select_option(bid, opt), press(bid, key), check/uncheck(bid), scroll(dx, dy), noop())')

@@ -120,6 +120,15 @@ def _track(provider: LocalProcessProvider) -> None:
     _LIVE.add(provider)
 
 
+def _opens_sandboxes(env: str) -> bool:
+    """Whether ``env``'s class runs code in sandboxes of its own (``Environment.opens_sandboxes``); False when it
+    cannot be loaded here (the server then says why when it starts)."""
+    try:
+        return bool(getattr(resolve_env(env), "opens_sandboxes", False))
+    except Exception:  # an env this process cannot import, or no catalog: the plain server sandbox
+        return False
+
+
 class LocalProcessProvider(Provider):
     """Runs ``python -m openenv_train.cli serve ENV`` in its own process group.
 
@@ -133,7 +142,8 @@ class LocalProcessProvider(Provider):
         env_vars: variables added to the server's environment (not passed into a sandbox).
         sandbox: run the server in the OS sandbox (``True`` for the server defaults, or a
             :class:`~openenv_train.sandbox.SandboxConfig`): no network inside, reached through a Unix
-            socket in a shared directory; implies ``transport="unix"``.
+            socket in a shared directory; implies ``transport="unix"``. With ``True``, an env that opens
+            sandboxes of its own (``Environment.opens_sandboxes``) gets ``nested=True``.
         token: the token the server requires (handed over in a private file, never on the command line);
             None uses ``$OPENENV_TRAIN_TOKEN`` when it is set, "" starts the server without one.
     """
@@ -170,9 +180,11 @@ class LocalProcessProvider(Provider):
             cmd += ["--parent-pid", str(os.getpid())]
         cmd += self.extra_args
         if self.sandbox:
-            from ..sandbox import SandboxConfig, sandboxed_command
+            from ..sandbox import SandboxConfig, SandboxLimits, sandboxed_command
 
             config = self.sandbox if isinstance(self.sandbox, SandboxConfig) else None
+            if config is None and _opens_sandboxes(self.env):
+                config = SandboxConfig(limits=SandboxLimits.for_server(), nested=True)
             cmd = sandboxed_command(cmd, config, shared_dir=workdir)
         return cmd
 

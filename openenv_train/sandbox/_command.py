@@ -75,9 +75,10 @@ def launcher_command(config: SandboxConfig, spec: dict[str, Any], argv: Sequence
 
 def isolated_command(config: SandboxConfig, inner: Sequence[str], *, bwrap: str, pid1: bool,
                      rw_dirs: Sequence[str] = ()) -> list[str]:
-    """Wrap ``inner`` in bwrap: new user, mount, PID, network, IPC, UTS and cgroup namespaces, no network,
-    read-only system and Python paths, size-capped private tmpfs for the scratch dir, /tmp and /dev/shm,
-    ``rw_dirs`` bind-mounted read-write at the same path. A root caller gets the staging step in front.
+    """Wrap ``inner`` in bwrap: new user, mount, PID, network, IPC, UTS and cgroup namespaces (no user namespaces
+    inside unless ``config.nested``), no network, read-only system and Python paths, size-capped private tmpfs
+    for the scratch dir, /tmp and /dev/shm, ``rw_dirs`` bind-mounted read-write at the same path. A root caller
+    gets the staging step in front.
     """
     staging = os.geteuid() == 0
     size = str(config.limits.scratch_bytes)
@@ -85,7 +86,8 @@ def isolated_command(config: SandboxConfig, inner: Sequence[str], *, bwrap: str,
     for path in (*config.system_paths, *python_roots(config), *config.ro_paths):
         binds.add(path)
     args = [
-        bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        bwrap, "--unshare-all", "--unshare-user", *([] if config.nested else ["--disable-userns"]),
+        "--die-with-parent", "--new-session",
         "--hostname", HOSTNAME, "--clearenv",
         *(["--as-pid-1"] if pid1 else []),
         "--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/tmp",

@@ -90,6 +90,11 @@ class SandboxConfig:
     unreadable device node), e.g. an env's answer key that ships inside the mounted package."""
     env: dict[str, str] = field(default_factory=dict)
     """Variables set inside, on top of the minimal PATH, HOME, LANG, TMPDIR, USER; nothing else is inherited."""
+    nested: bool = False
+    """Let code in the sandbox create user namespaces, so that it can open sandboxes of its own: an env server
+    whose env runs code in sandboxes (coding, repl, git, terminal, jupyter) under ``serve --sandbox``. Off by
+    default, because user namespaces widen the kernel interface that the code can reach; the sandboxes opened
+    inside still forbid them to their own code."""
     allow_unsafe: bool = False
     """UNSAFE: where bubblewrap cannot isolate, run anyway with only rlimits (logs a warning). Isolation is
     still used wherever it works."""

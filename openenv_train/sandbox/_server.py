@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import sys
 from collections.abc import Sequence
 
 from ._command import isolated_command, launcher_command, resolve_bwrap, supervisor_spec
 from ._config import SandboxConfig, SandboxLimits
 from ._errors import SandboxUnavailable
+from ._mounts import PACKAGE_DIR
 from ._probe import sandbox_available
 
 __all__ = ["sandboxed_command"]
@@ -21,8 +24,9 @@ def sandboxed_command(argv: Sequence[str], config: SandboxConfig | None = None,
     """``argv`` wrapped to run in the sandbox, for ``subprocess.Popen`` (ideally with ``start_new_session=True``).
 
     The process gets no network, read-only system and Python paths, a private scratch dir, a clean
-    environment and the rlimits of ``config.limits`` (default :meth:`SandboxLimits.for_server`; wall time and
-    output caps are the caller's business). ``shared_dir`` is bind-mounted read-write at the same path, so a
+    environment (with this package on ``PYTHONPATH`` when it lies outside the Python installation) and the
+    rlimits of ``config.limits`` (default :meth:`SandboxLimits.for_server`; wall time and output caps are the
+    caller's business). ``shared_dir`` is bind-mounted read-write at the same path, so a
     server started with ``--uds SHARED/env.sock --ready-file SHARED/ready`` is reached from the host through
     that socket. Killing the returned process (or its parent dying) kills everything in the sandbox, so do
     not pass ``--parent-pid``: host pids mean nothing in the sandbox's PID namespace.
@@ -38,6 +42,10 @@ def sandboxed_command(argv: Sequence[str], config: SandboxConfig | None = None,
         SandboxUnavailable: namespaces cannot be created here (and ``config.allow_unsafe`` is not set).
     """
     config = config or SandboxConfig(limits=SandboxLimits.for_server())
+    package_root = _package_root()
+    if package_root is not None:  # only this package is mounted there: nothing else becomes importable
+        path = ":".join(filter(None, (package_root, config.env.get("PYTHONPATH"))))
+        config = dataclasses.replace(config, env={**config.env, "PYTHONPATH": path})
     rw_dirs = [os.fspath(shared_dir)] if shared_dir is not None else []
     for path in rw_dirs:
         if not os.path.isdir(path):
@@ -54,3 +62,16 @@ def sandboxed_command(argv: Sequence[str], config: SandboxConfig | None = None,
     spec = supervisor_spec(config, mode="exec", workdir=config.workdir, pid1=False)
     return isolated_command(config, launcher_command(config, spec, argv), bwrap=resolve_bwrap(config) or "",
                             pid1=False, rw_dirs=rw_dirs)
+
+
+def _package_root() -> str | None:
+    """The folder holding this package when it lies outside the Python installation (a source checkout, an
+    editable install, a git worktree run with ``PYTHONPATH``), else None.
+
+    An editable install's import hook points at the checkout it was installed from, which the sandbox may not
+    mount (a worktree beside it): ``PYTHONPATH`` makes ``python -m openenv_train...`` inside import the package
+    that is mounted, the one running here.
+    """
+    root = str(PACKAGE_DIR.parent)
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    return None if any(root == p or root.startswith(p.rstrip("/") + "/") for p in prefixes) else root

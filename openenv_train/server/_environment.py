@@ -58,6 +58,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: Names of ``state`` fields a player must not see (Wordle's ``secret``, an opponent's cards): the
     #: ``serve --web`` playground leaves them out of its State panel unless "show hidden" is ticked.
     hidden_state_fields: ClassVar[frozenset[str]] = frozenset()
+    #: The env runs code in OS sandboxes of its own (coding, repl, git, terminal, jupyter): ``serve --sandbox``
+    #: then lets its server's sandbox open nested ones (``SandboxConfig.nested``).
+    opens_sandboxes: ClassVar[bool] = False
     #: A step rubric (OpenEnv's ``Environment.rubric``): any callable ``(action, observation) -> float`` with an
     #: optional ``reset()``, e.g. :class:`openenv_train.rubrics.StepRubric` or OpenEnv's own ``Rubric``. Set it
     #: in ``__init__``; ``step`` scores with :meth:`_apply_rubric` and ``reset`` clears it with :meth:`_reset_rubric`.

@@ -17,6 +17,7 @@ from openenv_train.envs.calendar_tools import CalendarEnv
 from openenv_train.envs.chess import ChessAction, ChessEnv
 from openenv_train.envs.coding import CodingAction, CodingEnv
 from openenv_train.envs.counter import CounterAction, CounterEnv, CounterObservation, CounterState
+from openenv_train.envs.doc_search import DocSearchEnv
 from openenv_train.envs.echo import EchoEnv
 from openenv_train.envs.git_repo import GitAction, GitEnv
 from openenv_train.envs.gridworlds import GridWorldAction, GridWorldEnv, MazeAction, MazeEnv, SnakeAction, SnakeEnv
@@ -72,12 +73,13 @@ FIRST_ACTION: dict[type[TypedEnvClient[Any, Any, Any]], Any] = {
     AtariEnv: lambda obs: AtariAction(action_id=1),
     DMControlEnv: lambda obs: DMControlAction(values=[0.5]),
     SumoRLEnv: lambda obs: SumoAction(phase_id=1),
+    DocSearchEnv: lambda obs: CallToolAction(tool_name="search", arguments={"query": "square root"}),
     **{cls: _legal for cls in pyspiel_games.GAME_CLIENTS.values()},
     **{cls: (lambda obs: TextArenaAction(message="[1]")) for cls in textarena_games.GAME_CLIENTS.values()},
     **{browser.task_client(task): (lambda obs: BrowserAction(action_str="noop()")) for task in browser.SOLVABLE_TASKS},
 }
 #: Driven with their typed clients over the wire by their own tests (tests/envs/test_<kind>_env.py).
-OWN_TESTS = (GitEnv, TerminalEnv, JupyterEnv, AtariEnv, DMControlEnv, SumoRLEnv)
+OWN_TESTS = (GitEnv, TerminalEnv, JupyterEnv, AtariEnv, DMControlEnv, SumoRLEnv, DocSearchEnv)
 #: Served and stepped by the next test: every env that had a client before the catalog grew, and one of each new
 #: family (each family's clients share one class above the per-game ones).
 EXERCISED = [cls for cls in FIRST_ACTION if cls not in OWN_TESTS and not any(cls.__module__ == family.__name__

@@ -156,6 +156,13 @@ def echo_web(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+def atari_web(tmp_path: Path) -> Iterator[str]:
+    """URL of a real ``openenv-train serve atari --web`` subprocess (skips without the [atari] extra)."""
+    pytest.importorskip("ale_py", reason="ale-py is not installed (pip install 'openenv-train[atari]')")
+    yield from _serve_web("atari", tmp_path)
+
+
+@pytest.fixture
 def screenshot(tmp_path: Path) -> Any:
     """``screenshot(driver, name)``: save a PNG of the page under the test's tmp dir (kept by pytest).
 

@@ -135,3 +135,31 @@ def test_mcp_env_lists_tools_and_calls_one(browser: Any, echo_web: str, screensh
     assert obs["result"]["data"] == {"message": "hello web", "length": 9}
     assert _json(browser, "state")["step_count"] == 1
     screenshot(browser, "echo-tool-call")
+
+
+def test_atari_shows_its_screen_and_steps_from_its_action_buttons(browser: Any, atari_web: str,
+                                                                  screenshot: Any) -> None:
+    _open(browser, atari_web)
+    browser.find_element(By.ID, "seed").send_keys("3")
+    _click_and_wait(browser, "reset")
+    # the screen: the observation's base64 PNG as an image, decoded by the browser at the emulator's size
+    frame = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#human-view img[data-frame]"))[0]
+    assert browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", frame) == [160, 210]
+    first_src = frame.get_attribute("src")
+    assert first_src == "data:image/png;base64," + _json(browser, "observation")["screen_png"]
+    # a button per action meaning (Pong's minimal set), each stepping with its action_id
+    buttons = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#action-buttons button"))
+    meanings = _json(browser, "observation")["action_meanings"]
+    assert [b.text for b in buttons] == meanings and meanings[:2] == ["NOOP", "FIRE"]
+    fire = browser.find_element(By.CSS_SELECTOR, "#action-buttons button[data-action-id='1']")
+    frames = []
+    for steps in range(1, 4):
+        fire.click()
+        _wait(browser, lambda d, n=steps: len(_history(d)) == n + 1)
+        _wait(browser, lambda d, n=steps: d.find_element(By.CSS_SELECTOR, "#human-view img").get_attribute(
+            "data-frame") == str(4 * n))  # frameskip 4: the image follows each step
+        frames.append(browser.find_element(By.CSS_SELECTOR, "#human-view img").get_attribute("src"))
+        assert json.loads(_history(browser)[-1][2]) == {"action_id": 1}
+    assert frames[0] != first_src, "the image shows the frame after the step, not the reset's"
+    assert browser.find_element(By.ID, "step-count").text == "3"
+    screenshot(browser, "atari-playground")

@@ -33,6 +33,7 @@ class CodingEnvironment(Environment[CodingAction, CodingObservation, CodingState
     """
 
     name = "coding"
+    opens_sandboxes = True
     action_type = CodingAction
     observation_type = CodingObservation
     state_type = CodingState

@@ -46,6 +46,7 @@ class GitEnvironment(Environment[GitAction, GitObservation, GitState]):
     """
 
     name = "git"
+    opens_sandboxes = True
     action_type = GitAction
     observation_type = GitObservation
     state_type = GitState

@@ -48,6 +48,7 @@ class JupyterEnvironment(Environment[JupyterAction, JupyterObservation, JupyterS
     """
 
     name = "jupyter"
+    opens_sandboxes = True
     action_type = JupyterAction
     observation_type = JupyterObservation
     state_type = JupyterState

@@ -53,6 +53,7 @@ class ReplEnvironment(Environment[ReplAction, ReplObservation, ReplState]):
     """
 
     name = "repl"
+    opens_sandboxes = True
     action_type = ReplAction
     observation_type = ReplObservation
     state_type = ReplState

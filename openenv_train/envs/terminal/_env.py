@@ -54,6 +54,7 @@ class TerminalEnvironment(Environment[TerminalAction, TerminalObservation, Termi
     """
 
     name = "terminal"
+    opens_sandboxes = True
     action_type = TerminalAction
     observation_type = TerminalObservation
     state_type = TerminalState

@@ -16,6 +16,7 @@ function setStatus(kind, text) {
   const open = kind === "open";
   $("#reset").disabled = !open;
   $("#step").disabled = !open;
+  for (const button of document.querySelectorAll("#action-buttons button")) button.disabled = !open;
   $("#reconnect").hidden = open || kind === "connecting";
 }
 
@@ -202,9 +203,41 @@ async function showHumanView(observation) {
   box.dataset.rendered = String(seq);
 }
 
+// An env whose observations name their actions (Atari's action_meanings, OpenEnv's atari_env shape) and whose
+// action has an action_id field gets a button per action: a click steps with that action_id.
+function showActionButtons(observation) {
+  const box = $("#action-buttons");
+  const fields = (state.schema && state.schema.action && state.schema.action.properties) || {};
+  const meanings = observation && Array.isArray(observation.action_meanings) ? observation.action_meanings : [];
+  const usable = !state.mcp && "action_id" in fields && meanings.length > 0;
+  const legal = observation && Array.isArray(observation.legal_actions) ? observation.legal_actions : [];
+  const ids = legal.length === meanings.length ? legal : meanings.map((_, i) => i);
+  const key = usable ? JSON.stringify([meanings, ids]) : "";
+  if (box.dataset.key === key) return;  // the same actions as the last step: keep the buttons
+  box.dataset.key = key;
+  box.innerHTML = "";
+  box.hidden = !usable;
+  if (!usable) return;
+  meanings.forEach((meaning, i) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = String(meaning);
+    button.dataset.actionId = String(ids[i]);
+    button.addEventListener("click", () => stepWith(ids[i]));
+    box.append(button);
+  });
+}
+
+async function stepWith(actionId) {
+  const field = $("#field-action_id");
+  if (field) field.value = String(actionId);
+  await doStep();
+}
+
 function showObservation(data) {
   show($("#observation"), data.observation);
   showHumanView(data.observation);
+  showActionButtons(data.observation);
   $("#reward").textContent = data.reward === null || data.reward === undefined ? "null" : String(data.reward);
   $("#done").textContent = String(Boolean(data.done));
 }
