@@ -61,8 +61,8 @@ def ray_local(_shared_ray: None) -> Any:
     """A private local Ray (2 CPUs), started by the first module that asks and shared by the later ones.
 
     A cluster takes seconds to start and its workers seconds to import, so one serves the whole session;
-    modules that need the machine's Ray to themselves (a ``ray start`` test) use :func:`no_shared_ray`,
-    and the next module that asks starts a new one.
+    modules that need the machine's Ray to themselves (a ``ray start`` test) use :func:`no_shared_ray` and run
+    last (:func:`pytest_collection_modifyitems`), so one is started once per session.
     """
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]==2.60.0')")
     from openenv_train.pool import start_private_ray
@@ -80,6 +80,12 @@ def no_shared_ray() -> None:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules that stop the shared local Ray (:func:`no_shared_ray`) run last, in their collected order: in
+    between they made each next module that asks for :func:`ray_local` start a new one (seconds each time)."""
+    items.sort(key=lambda item: "no_shared_ray" in getattr(item, "fixturenames", ()))
 
 
 @pytest.hookimpl(wrapper=True)

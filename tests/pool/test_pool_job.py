@@ -20,9 +20,11 @@ pytest.importorskip("ray.dashboard.modules.job", reason="the job API needs ray[d
 pytestmark = pytest.mark.usefixtures("no_shared_ray")  # its `ray start` head owns the machine's Ray alone
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ray_head() -> Iterator[tuple[str, dict[str, str]]]:
-    """A Ray head on 127.0.0.1 with its dashboard (job API); a token only this test knows; stopped by its pid."""
+    """A Ray head on 127.0.0.1 with its dashboard (job API); a token only this module knows; stopped by its pid.
+
+    One head serves both jobs (each writes its own folder): a head and its dashboard take seconds to start."""
     if RAY is None:
         pytest.skip("the ray CLI is not installed")
     temp_dir = short_temp_dir()
