@@ -107,8 +107,9 @@ class GRPOSection:
 @dataclass
 class MixTraining:
     """What GRPO over a mix of envs adds: per-env metrics each step (``<env>/reward``, ``<env>/failed``,
-    ``<env>/retries`` in ``metrics.jsonl`` and the reward of each env on the progress line) and, with ``normalise``,
-    each env's rewards divided by its running scale (:class:`~openenv_train.recipes._mix.EnvRewardScale`)."""
+    ``<env>/retries`` in ``metrics.jsonl`` and the reward of each env on the progress line), each env's per-call
+    token limit standing on its requests (the endpoint's ``grpo.per_turn_tokens`` is the default) and, with
+    ``normalise``, each env's rewards divided by its running scale (:class:`~openenv_train.recipes._mix.EnvRewardScale`)."""
 
     envs: Sequence[str]
     """The mix's env names, in order."""
@@ -157,11 +158,13 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
         shown_keys = {"reward": "reward", **{f"{env}/reward": env for env in mix.envs}, "frac_reward_zero_std": "flat"}
     line = PhaseLine(console, "GRPO", budget, shown_keys)
     scales = {name: EnvRewardScale() for name in reward_weights} if mix is not None and mix.normalise else {}
+    # in a mix an env's own per-call token limit (MixEnv.max_tokens) rides on its requests: the endpoint lets it stand
+    options = {**({"caller_sets": ("max_tokens",)} if mix is not None else {}), **dict(rollout_options or {})}
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
                                 agent_temperature=g.credit == "branch", overlap=g.overlap, turn_rows=turn_rows,
-                                **dict(rollout_options or {}))
+                                **options)
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:
