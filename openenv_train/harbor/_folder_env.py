@@ -25,6 +25,7 @@ from pydantic import Field
 
 from ..core import Action, Observation, State
 from ..server import Environment
+from ..trace import EnvStep
 from ._runner import _Attempt, _verify
 from ._task_env import SandboxTaskEnv
 from ._tasks import HarborTask, find_tasks, load_task
@@ -137,7 +138,7 @@ class HarborFolderEnvironment(Environment[HarborAction, HarborObservation, Harbo
         self._state.step_count += 1
         if not action.submit and self._state.step_count < self._limit:
             return HarborObservation(task=self._task.name, reward=0.0, **fields)
-        attempt, steps = _Attempt(), []  # type: ignore[var-annotated]
+        attempt, steps = _Attempt(), list[EnvStep]()
         await _verify(self._task, self._env, self._task.config.verifier.timeout_sec, steps, _OUTPUT_CHARS, attempt)
         self._state.submitted, self._state.reward = True, attempt.reward
         verifier = steps[-1].observation if steps else {}
@@ -154,6 +155,6 @@ class HarborFolderEnvironment(Environment[HarborAction, HarborObservation, Harbo
         if env is not None:
             await env.close()
 
-    async def close(self) -> None:  # type: ignore[override]
+    async def close(self) -> None:
         """Tear the task's workspace down."""
         await self._close_env()

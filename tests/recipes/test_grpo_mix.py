@@ -1,7 +1,6 @@
 """GRPO over a mix of envs: the mixing and normalisation units, a smoke run of the recipe over three games given in
 three forms (a name, a URL, ``module:Class``; one pool, per-env metrics and token limits, evaluation on each env's
-held-out split, per-env summary), a folder of Harbor tasks as a member of a mixed pool, and an env that fails to
-start."""
+held-out split, per-env summary), the env a folder of Harbor tasks plays through, and an env that fails to start."""
 
 from __future__ import annotations
 
@@ -174,27 +173,36 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path, tic_tac_toe_url: s
         == {True}
 
 
-def test_a_folder_of_harbor_tasks_plays_in_a_mixed_pool_beside_a_game() -> None:
+def test_a_folder_of_harbor_tasks_plays_as_an_env_of_the_mix() -> None:
     from tests._system_parts import require
 
     require("sandbox")
-    from openenv_train.pool import MixedPool
+    from openenv_train.client import GenericEnvClient
+    from openenv_train.recipes._mix import discover_tasks
 
-    mix = parse_mix({"catch": 1, str(HELLO): {"options": {"max_steps": 2}}})
+    harbor = parse_mix({str(HELLO.parent): {"options": {"max_steps": 2}}})[0]
+    assert discover_tasks(harbor.env) == EnvTasks()  # tasks, not splits: drawn by seed
 
-    def policy(observation: dict[str, object]) -> dict[str, object]:
-        if "legal_actions" in observation:
-            return {"action_id": 1}
-        return {"command": "echo 'Hello, world!' > hello.txt", "submit": True}
+    async def play() -> list[tuple[float | None, bool, str]]:
+        seen = []
+        async with await GenericEnvClient.from_env(str(harbor.env), provider="inprocess") as env:
+            # what the mix's pool sends: the entry's options, the task's seed
+            first = await env.reset(**harbor.options, task="hello-world", seed=3)
+            seen.append((first.reward, first.done, first.observation["text"]))
+            wrong = await env.step({"command": "echo 'Hello' > hello.txt"})
+            seen.append((wrong.reward, wrong.done, wrong.observation["text"]))
+            ended = await env.step({"command": "cat hello.txt"})  # max_steps reached: the tests run
+            seen.append((ended.reward, ended.done, ended.observation["verifier_output"]))
+            await env.reset(**harbor.options, task="hello-world")
+            solved = await env.step({"command": "echo 'Hello, world!' > hello.txt", "submit": True})
+            seen.append((solved.reward, solved.done, solved.observation["verifier_output"]))
+        return seen
 
-    with MixedPool(mix, policy, num_actors=1, sessions_per_actor=2) as pool:
-        rows = pool.run([EpisodeSpec("h0", {"env": "hello-world"}, 0), EpisodeSpec("c0", {"env": "catch"}, 0),
-                         EpisodeSpec("h1", {"env": "hello-world", "task": "hello-world"}, 1)])
-    assert [pool.env_of(r) for r in rows] == ["hello-world", "catch", "hello-world"]
-    assert all(r.ok for r in rows), [r.error for r in rows]
-    harbor = [rows[0], rows[2]]
-    assert [r.reward for r in harbor] == [1.0, 1.0] and all(r.done for r in harbor)
-    assert "hello.txt is correct" in harbor[0].steps[-1].observation["verifier_output"]
+    (r0, d0, text), (r1, d1, _), (r2, d2, out2), (r3, d3, out3) = asyncio.run(play())
+    assert "hello.txt" in text and '{"command"' in text and (r0, d0) == (0.0, False)
+    assert (r1, d1) == (0.0, False)
+    assert (r2, d2) == (0.0, True) and "missing or wrong" in out2
+    assert (r3, d3) == (1.0, True) and "hello.txt is correct" in out3
 
 
 def test_an_env_that_fails_to_start_names_itself_and_the_recipe_stops(tmp_path: Path,
