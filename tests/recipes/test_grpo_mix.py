@@ -25,6 +25,7 @@ from openenv_train.recipes._mix import (
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "grpo_smoke.yaml"
 HELLO = ROOT / "openenv_train" / "harbor" / "examples" / "hello-world"
+BLACKJACK = "openenv_train.envs.python_games:BlackjackEnvironment"
 
 
 def test_the_schedule_follows_the_weights_in_every_stretch() -> None:
@@ -139,7 +140,7 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path, tic_tac_toe_url: s
     # three forms: a catalog name (with its own per-call token limit), a running server's URL, module:Class
     url_name = tic_tac_toe_url.split("://", 1)[1].strip("/").replace(":", "-")
     code = grpo.main(["--config", str(CONFIG), "envs={catch: {weight: 1, options: {rows: 4, columns: 3}, max_tokens: 2}, "
-                      f"'{tic_tac_toe_url}': 1, 'openenv_train.envs.python_games:BlackjackEnvironment': 1}}",
+                      f"'{tic_tac_toe_url}': 1, '{BLACKJACK}': 1}}",
                       f"output.dir={tmp_path}", "episode.sandbox=off", "grpo.prompts_per_step=3", "eval.episodes=3",
                       "eval.greedy=false"])
     assert code == 0
@@ -153,20 +154,23 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path, tic_tac_toe_url: s
     assert "| **mix** (mean over envs) |" in (out / "summary.md").read_text()
     steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rollouts = [r for r in steps if r.get("phase") == "grpo_rollout"]
-    assert len(rollouts) == 2 and all(f"{env}/reward" in r for r in rollouts for env in names)
+    assert len(rollouts) == 2 and all(f"{env}/reward" in r for r in rollouts for env in (*names, "mix"))
     rows = read_traces(out)
     held = [r for r in rows if r.episode_id.startswith("eval-")]
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     # held-out episodes from each env's test split, training ones from its train split (the Task API's)
     assert len(held) == 2 * 3 * 3 and {r.task["split"] for r in held} == {"test"}
     assert len(trained) == 2 * 3 * 2 and {r.task["split"] for r in trained} == {"train"}
-    assert {r.env.name for r in rows} == {"catch", "tic_tac_toe", "blackjack"}
+    game = {"catch": "catch", tic_tac_toe_url: "tic_tac_toe", BLACKJACK: "blackjack"}  # a row names its env as given
+    assert {r.env.name for r in rows} == set(game)
     assert all(r.task["rows"] == 4 for r in rows if r.env.name == "catch")
     assert all(r.ok for r in rows)
     # each env's per-call token limit reached the engine, in training and in evaluation: catch's own, the others
     # the recipe's grpo.per_turn_tokens
-    limits = {(r.env.name, r.episode_id[:4]): {t.metadata["sampling_used"]["max_tokens"] for t in r.trace.turns}
-              for r in rows}
+    limits: dict[tuple[str, str], set[int]] = {}
+    for r in rows:
+        limits.setdefault((game[r.env.name], r.episode_id[:4]), set()).update(
+            t.metadata["sampling_used"]["max_tokens"] for t in r.trace.turns)
     assert limits[("catch", "grpo")] == limits[("catch", "eval")] == {2}
     tokens = grpo.GrpoConfig().grpo.per_turn_tokens
     assert {limits[(env, phase)] == {tokens} for env in ("tic_tac_toe", "blackjack") for phase in ("grpo", "eval")} \
