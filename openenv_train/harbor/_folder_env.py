@@ -6,7 +6,8 @@ seed=...)`` picks a task of the folder (``task=NAME``, else the seed's, ``seed %
 builds its workspace as ``harbor run --env sandbox`` does (:class:`~openenv_train.harbor.SandboxTaskEnv`: the
 Dockerfile's steps, Harbor's ``/logs`` and ``/tests`` folders mapped into it); each step runs one shell command
 there; a submit, or the last of ``max_steps``, runs the verifier and pays its reward. Harbor's agent time limit is
-not applied (the pool's ``episode_timeout_s`` bounds an episode); each command has ``command_timeout_s``.
+not applied (the pool's ``episode_timeout_s`` bounds an episode); each command has ``command_timeout_s``. A task
+that declares MCP servers is refused (nothing here starts them): leave it out of the folder.
 
 The folder is a reset option, not a server setting, so the server has no Task API (501): a run draws the tasks
 by seed, and its held-out seeds play the same tasks as its training seeds (a Harbor dataset holds tasks, not
@@ -28,6 +29,7 @@ from ..server import Environment
 from ..trace import EnvStep
 from ._runner import _Attempt, _verify
 from ._task_env import SandboxTaskEnv
+from ._task_errors import UnsupportedTaskFeature
 from ._tasks import HarborTask, find_tasks, load_task
 
 __all__ = ["HarborAction", "HarborFolderEnvironment", "HarborObservation", "HarborState"]
@@ -96,7 +98,8 @@ class HarborFolderEnvironment(Environment[HarborAction, HarborObservation, Harbo
         Raises:
             FileNotFoundError: ``tasks_dir`` holds no task folders.
             ValueError: no task named ``task`` there.
-            TaskError: the task is malformed or its workspace cannot be built (e.g. no sandbox here).
+            TaskError: the task is malformed, declares MCP servers (not started here), or its workspace cannot be
+                built (e.g. no sandbox here).
         """
         paths = find_tasks([tasks_dir])
         if task is not None:
@@ -107,6 +110,9 @@ class HarborFolderEnvironment(Environment[HarborAction, HarborObservation, Harbo
         else:
             path = paths[(seed if seed is not None else random.randrange(2**31)) % len(paths)]
         chosen = load_task(path)
+        if chosen.config.environment.mcp_servers:
+            raise UnsupportedTaskFeature(f"task {chosen.name} declares MCP servers, which this env does not start (its "
+                                         "actions are shell commands); run it with 'openenv-train harbor run' instead")
         env = SandboxTaskEnv(chosen)
         try:
             await env.start()
