@@ -11,6 +11,7 @@ from ._agent_install import AGENTS_DIR_ENV, agent_binary, agent_spec, agents_dir
 from ._agent_specs import AGENT_SPECS, AgentCall, AgentLaunch, AgentSpec, shell_script_reply
 from ._agents import BASH_TOOL, AgentContext, HarborAgent, ModelAgent, NopAgent, OracleAgent
 from ._cli_agents import SANDBOX_PROXY_PORT, CommandAgent, InstalledAgent
+from ._folder_env import HarborAction, HarborFolderEnvironment, HarborObservation, HarborState
 from ._runner import HarborRunConfig, parse_rewards, run_task, run_tasks
 from ._task_env import DockerTaskEnv, ExecResult, SandboxTaskEnv, TaskEnvironment
 from ._task_errors import (
@@ -71,6 +72,10 @@ __all__ = [
     "HarborError",
     "ExecResult",
     "HarborAgent",
+    "HarborAction",
+    "HarborFolderEnvironment",
+    "HarborObservation",
+    "HarborState",
     "HarborRunConfig",
     "HarborTask",
     "McpServerError",

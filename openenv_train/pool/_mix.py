@@ -23,7 +23,20 @@ from ._metrics import PoolMetrics
 from ._mixing import MIX_KEY, MixEnv, MixEnvFailed
 from ._pool import RolloutPool
 
-__all__ = ["MixedPool"]
+__all__ = ["MixedPool", "env_config"]
+
+
+def env_config(base: PoolConfig, env: MixEnv) -> PoolConfig:
+    """The pool config of one env of a mix: ``base`` with the env's turn limit, its request fields (per-call
+    ``max_tokens``, constraints) over ``base.sampling``, its sandbox setting, and no progress bar of its own.
+
+    >>> cfg = env_config(PoolConfig(sampling={"top_p": 0.9}), MixEnv("a", "catch", max_turns=3, max_tokens=8))
+    >>> cfg.max_turns, cfg.sampling
+    (3, {'top_p': 0.9, 'max_tokens': 8})
+    """
+    return dataclasses.replace(base, max_turns=env.max_turns or base.max_turns,
+                               sampling={**base.sampling, **env.request_fields()},
+                               sandbox=base.sandbox if env.sandbox is None else env.sandbox, show_progress=False)
 
 class MixedPool:
     """One pool over several envs: a :class:`RolloutPool` per env (its own actors and servers) behind one
@@ -32,7 +45,7 @@ class MixedPool:
     Args:
         envs: the mix (distinct names).
         policy, agent, writer, capture: as :class:`RolloutPool`'s, shared by every env.
-        agents: an agent loop per env name, where one needs its own (default ``agent``).
+        agents: an agent loop per env name, where one needs its own (default the env's ``agent``, else ``agent``).
         config: each env's pool config (``num_actors`` and ``sessions_per_actor`` are per env); ``run_id`` is
             shared, so the writer keys every row of the mix alike.
 
@@ -56,10 +69,8 @@ class MixedPool:
         self.writer = writer
         self.pools: dict[str, RolloutPool] = {}
         for e in envs:
-            cfg = base if e.max_turns is None else dataclasses.replace(base, max_turns=e.max_turns)
-            self.pools[e.name] = RolloutPool(e.env, policy, agent=(agents or {}).get(e.name, agent),
-                                             config=dataclasses.replace(cfg, show_progress=False),
-                                             writer=writer, capture=capture)
+            self.pools[e.name] = RolloutPool(e.env, policy, agent=(agents or {}).get(e.name) or e.agent or agent,
+                                             config=env_config(base, e), writer=writer, capture=capture)
         self.run_id = base.run_id
         self._env_of: dict[str, str] = {}
         self._started: list[str] = []

@@ -26,6 +26,14 @@ class MixEnv:
         weight: its share of the run's tasks (relative to the other envs' weights).
         options: reset options of each of its episodes (a task's own options win).
         max_turns: model turns per episode; None: the pool config's.
+        max_tokens: completion tokens per model call of its episodes, sent as each request's ``max_tokens``
+            (an endpoint that fixes its own, such as a trainer's, must let the request's stand: the GRPO recipe's
+            does in a mix); None: the endpoint's.
+        request: more fields of each model request of its episodes (e.g. a decoding constraint,
+            ``{"guided_regex": "-?[0-9]+"}``), under the agent's own.
+        agent: the agent loop that plays its episodes; None: the pool's.
+        sandbox: run its env servers in the OS sandbox; None: the pool config's (an env that sandboxes its own
+            work, such as a Harbor task folder's, says False: a sandbox cannot nest in another).
     """
 
     name: str
@@ -33,10 +41,26 @@ class MixEnv:
     weight: float = 1.0
     options: Mapping[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
+    max_tokens: int | None = None
+    request: Mapping[str, Any] = field(default_factory=dict)
+    agent: Any = None
+    sandbox: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.weight > 0:
             raise ValueError(f"env {self.name!r} of the mix: weight must be > 0, got {self.weight}")
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
+                                            or self.max_tokens < 1):
+            raise ValueError(f"env {self.name!r} of the mix: max_tokens must be an integer >= 1 or None, got "
+                             f"{self.max_tokens!r}")
+
+    def request_fields(self) -> dict[str, Any]:
+        """What its episodes add to each model request: ``request`` and ``max_tokens``.
+
+        >>> MixEnv("a", "catch", max_tokens=8, request={"guided_regex": "[0-2]"}).request_fields()
+        {'guided_regex': '[0-2]', 'max_tokens': 8}
+        """
+        return {**self.request, **({"max_tokens": self.max_tokens} if self.max_tokens is not None else {})}
 
 
 class MixEnvFailed(PoolError):

@@ -1,11 +1,11 @@
 """An agent that plays any catalog env in text, restricted to the env's legal actions where it publishes them.
 
 Each observation becomes one user message: the env's own text rendering (OpenSpiel's ``info_string``, a grid's
-``text``, a ``prompt`` or the last message), else its fields as JSON. Where the observation lists
+``text``, a ``prompt``, a ``question`` or the last message), else its fields as JSON. Where the observation lists
 ``legal_actions`` (the OpenSpiel-style games: catch, tic_tac_toe, connect4, kuhn_poker, blackjack, ...), the
 reply is restricted to them by the policy endpoint's ``guided_choice`` and played as ``{"action_id": N}``, as the
 Wordle recipe restricts its replies to valid guesses; otherwise the reply is the action: its JSON object for typed
-envs, the text itself for text envs.
+envs, the text itself for text envs (under ``message``, or the field the agent is given: ``answer``, ``command``).
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ __all__ = ["HISTORIES", "ActionAgent", "json_action", "observation_text"]
 #: What each prompt holds (:class:`ActionAgent`'s ``history``).
 HISTORIES = ("all", "current")
 #: Observation fields that are the env's own text rendering, in the order they are looked for.
-TEXT_FIELDS = ("info_string", "text", "prompt", "board")
+TEXT_FIELDS = ("info_string", "text", "prompt", "board", "question")
 #: Fields left out of the JSON rendering: bookkeeping, not what a player sees.
 _SKIPPED = {"done", "reward", "metadata", "legal_actions", "info_state", "game_phase", "current_player_id"}
 
 _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
-def json_action(text: str) -> dict[str, Any]:
-    """A typed env's action from a reply: its JSON object, else the text as ``message``.
+def json_action(text: str, field: str = "message") -> dict[str, Any]:
+    """A typed env's action from a reply: its JSON object, else the text as ``field`` (``message``: text games).
 
-    >>> json_action('move: {"direction": "up"}'), json_action("hello")
-    ({'direction': 'up'}, {'message': 'hello'})
+    >>> json_action('move: {"direction": "up"}'), json_action("hello"), json_action("42", "answer")
+    ({'direction': 'up'}, {'message': 'hello'}, {'answer': '42'})
     """
     found = _OBJECT.search(text)
     if found:
@@ -41,7 +41,7 @@ def json_action(text: str) -> dict[str, Any]:
             value = None
         if isinstance(value, dict):
             return value
-    return {"message": text}
+    return {field: text}
 
 
 def _fields(observation: Any) -> Mapping[str, Any]:
@@ -76,18 +76,20 @@ class ActionAgent:
 
     Args:
         parser: reply text -> action, for envs that publish no legal actions (default: a JSON object in the reply,
-            else ``{"message": text}``).
+            else ``{reply_field: text}``).
         constrained: restrict replies to the published legal actions (``guided_choice``).
         system_prompt: a first system message (none by default: the tiny model plays without one).
         history: ``all``: the conversation grows by each observation and reply; ``current``: each prompt is the
             current observation alone (after the system message), for envs whose observation is the whole state.
+        reply_field: the action field a plain-text reply fills under the default parser (``message`` for the text
+            games, ``answer`` for reasoning_gym, ``command`` for a Harbor task folder).
     """
 
     def __init__(self, parser: Callable[[str], Any] | None = None, *, constrained: bool = True,
-                 system_prompt: str | None = None, history: str = "all") -> None:
+                 system_prompt: str | None = None, history: str = "all", reply_field: str = "message") -> None:
         if history not in HISTORIES:
             raise ValueError(f"history must be one of {', '.join(HISTORIES)}, got {history!r}")
-        self.parser = parser or json_action
+        self.parser = parser or (lambda text: json_action(text, reply_field))
         self.constrained, self.system_prompt, self.history = constrained, system_prompt, history
 
     async def __call__(self, ctx: Any) -> None:

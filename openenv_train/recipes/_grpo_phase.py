@@ -107,8 +107,10 @@ class GRPOSection:
 @dataclass
 class MixTraining:
     """What GRPO over a mix of envs adds: per-env metrics each step (``<env>/reward``, ``<env>/failed``,
-    ``<env>/retries`` in ``metrics.jsonl`` and the reward of each env on the progress line) and, with ``normalise``,
-    each env's rewards divided by its running scale (:class:`~openenv_train.recipes._mix.EnvRewardScale`)."""
+    ``<env>/retries`` and ``mix/reward``, the mean over envs, in ``metrics.jsonl``; the reward of each env and their
+    mean on the progress line), each env's per-call
+    token limit standing on its requests (the endpoint's ``grpo.per_turn_tokens`` is the default) and, with
+    ``normalise``, each env's rewards divided by its running scale (:class:`~openenv_train.recipes._mix.EnvRewardScale`)."""
 
     envs: Sequence[str]
     """The mix's env names, in order."""
@@ -154,14 +156,17 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
     budget = Budget(g.budget_s or 1e9)
     shown_keys = {"win": "win", "reward": "reward", "consistent": "consistent", "frac_reward_zero_std": "flat groups"}
     if mix is not None:
-        shown_keys = {"reward": "reward", **{f"{env}/reward": env for env in mix.envs}, "frac_reward_zero_std": "flat"}
+        # the env rewards as paid and their mean over envs: the trainer's own "reward" log is after each env's scaling
+        shown_keys = {"mix/reward": "mix", **{f"{env}/reward": env for env in mix.envs}, "frac_reward_zero_std": "flat"}
     line = PhaseLine(console, "GRPO", budget, shown_keys)
     scales = {name: EnvRewardScale() for name in reward_weights} if mix is not None and mix.normalise else {}
+    # in a mix an env's own per-call token limit (MixEnv.max_tokens) rides on its requests: the endpoint lets it stand
+    options = {**({"caller_sets": ("max_tokens",)} if mix is not None else {}), **dict(rollout_options or {})}
     rollout = make_rollout_func(games.pool, policy_server=games.server, rubric=rubric, per_turn_tokens=g.per_turn_tokens,
                                 episode_prefix="grpo-", policy_url=v1_url(g.vllm_url) if g.use_vllm else None,
                                 turn_rewards=turn_rewards if g.credit != "episode" else None,
                                 agent_temperature=g.credit == "branch", overlap=g.overlap, turn_rows=turn_rows,
-                                **dict(rollout_options or {}))
+                                **options)
     per_row = row_metrics or (lambda row: {"reward": float(row.reward or 0.0)})
 
     def rollout_func(batch: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -176,6 +181,8 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
                 if f"reward_{name}" in fields:
                     fields[f"reward_{name}"] = scale.normalise(envs, fields[f"reward_{name}"])
             means.update(per_env_means(rollout.last_rows, mix.env_of, per_row))
+            played = [means[f"{env}/reward"] for env in mix.envs if f"{env}/reward" in means]
+            means["mix/reward"] = sum(played) / len(played)  # each env counted once, as in the summary
             means.update({f"{env}/retries": n for env, n in (mix.retries() if mix.retries else {}).items()})
             means.update({f"{env}/reward_scale": v for scale in scales.values() for env, v in scale.scales().items()})
         metrics.write({"phase": "grpo_rollout", "step": trainer.state.global_step + 1, **means, **lag,

@@ -18,24 +18,34 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..pool import MIX_KEY, MixEnv, weighted_schedule
 from ._stats import paired_difference
 
-__all__ = ["EnvRewardScale", "EnvTasks", "discover_tasks", "held_out_prompts", "mix_difference", "mix_markdown", "mix_name",
-           "parse_mix", "per_env_means", "train_prompts"]
+__all__ = ["HARBOR_FOLDER_ENV", "EnvRewardScale", "EnvTasks", "discover_tasks", "harbor_folder", "held_out_prompts",
+           "mix_difference", "mix_markdown", "mix_name", "parse_mix", "per_env_means", "train_prompts"]
 
-_ENTRY_KEYS = {"weight", "options", "max_turns"}
+_ENTRY_KEYS = {"weight", "options", "max_turns", "max_tokens", "request", "reply_field"}
+#: The env that serves a folder of Harbor tasks (a mix entry that is such a folder plays through it).
+HARBOR_FOLDER_ENV = "openenv_train.harbor:HarborFolderEnvironment"
 
 
-def parse_mix(envs: Mapping[str, Any]) -> list[MixEnv]:
-    """The ``envs`` setting (``{catch: 1, tic_tac_toe: {weight: 2, options: {opponent: first}, max_turns: 9}}``:
-    an env, catalog name, ``module:Class`` or server URL, with a weight or a mapping of ``weight``, ``options``
-    and ``max_turns``) as the mix's envs, named by their last path segment.
+def parse_mix(envs: Mapping[str, Any], *, make_agent: Callable[[str], Any] | None = None) -> list[MixEnv]:
+    """The ``envs`` setting (``{catch: 1, tic_tac_toe: {weight: 2, options: {opponent: first}, max_turns: 9}}``)
+    as the mix's envs, named by their last path segment. Each key is an env: a catalog name, ``module:Class``, a
+    server URL, or a folder of Harbor tasks (or one task folder: it plays through :data:`HARBOR_FOLDER_ENV`, its
+    folder a reset option, its server outside the sandbox, replies as shell commands). Each value is a weight, or
+    a mapping of ``weight``, ``options`` (reset options), ``max_turns``, ``max_tokens`` (completion tokens per model
+    call), ``request`` (more request fields, e.g. ``{guided_regex: "[0-9]+"}``) and ``reply_field`` (the action
+    field a plain-text reply fills: ``answer`` for reasoning_gym; ``make_agent(reply_field)`` builds that env's
+    agent, where given).
 
-    >>> [(e.name, e.weight) for e in parse_mix({"catch": 1, "http://127.0.0.1:8001/": 2})]
-    [('catch', 1.0), ('127.0.0.1-8001', 2.0)]
+    >>> [(e.name, e.weight) for e in parse_mix({"catch": 1, "http://127.0.0.1:8001/": 2, "pkg.games:Catch": 1})]
+    [('catch', 1.0), ('127.0.0.1-8001', 2.0), ('Catch', 1.0)]
+    >>> parse_mix({"reasoning_gym": {"max_tokens": 6, "reply_field": "answer"}})[0].request_fields()
+    {'max_tokens': 6}
 
     Raises:
         ValueError: no env, an entry that is neither a number nor such a mapping, or two envs of one name.
@@ -48,22 +58,49 @@ def parse_mix(envs: Mapping[str, Any]) -> list[MixEnv]:
         if not isinstance(spec, Mapping) or set(spec) - _ENTRY_KEYS:
             raise ValueError(f"envs.{env}: give a weight (a number) or a mapping of {sorted(_ENTRY_KEYS)}; got {entry!r}")
         weight, options, turns = spec.get("weight", 1.0), spec.get("options") or {}, spec.get("max_turns")
+        tokens, request, reply = spec.get("max_tokens"), spec.get("request") or {}, spec.get("reply_field")
         if isinstance(weight, bool) or not isinstance(weight, int | float):
             raise ValueError(f"envs.{env}.weight must be a number > 0, got {weight!r}")
         if not isinstance(options, Mapping) or (turns is not None and (not isinstance(turns, int) or turns < 1)):
             raise ValueError(f"envs.{env}: options must be a mapping of reset options and max_turns an integer >= 1; "
                              f"got options={options!r}, max_turns={turns!r}")
-        out.append(MixEnv(_name(str(env)), str(env), float(weight), dict(options), turns))
+        if not isinstance(request, Mapping) or (reply is not None and not isinstance(reply, str)):
+            raise ValueError(f"envs.{env}: request must be a mapping of request fields and reply_field an action "
+                             f"field's name; got request={request!r}, reply_field={reply!r}")
+        target, sandbox, folder = str(env), None, harbor_folder(str(env))
+        if folder is not None:
+            target, sandbox, options = HARBOR_FOLDER_ENV, False, {"tasks_dir": str(folder), **options}
+            reply = reply or "command"
+        agent = make_agent(reply) if make_agent is not None and reply else None
+        try:
+            out.append(MixEnv(_name(str(env)), target, float(weight), dict(options), turns, tokens, dict(request),
+                              agent, sandbox))
+        except ValueError as exc:
+            raise ValueError(f"envs.{env}: {exc}") from None
     names = [e.name for e in out]
     if len(set(names)) != len(names):
         raise ValueError(f"envs: two envs have one name in {names}; give each env once")
     return out
 
 
+def harbor_folder(env: str) -> Path | None:
+    """The folder, when ``env`` is a Harbor task folder (it has ``task.toml``) or a folder of them; else None."""
+    if "://" in env or ":" in env:
+        return None
+    path = Path(env).expanduser()
+    if not path.is_dir():
+        return None
+    if (path / "task.toml").is_file() or any((c / "task.toml").is_file() for c in path.iterdir() if c.is_dir()):
+        return path.resolve()
+    return None
+
+
 def _name(env: str) -> str:
     if "://" in env:
         return env.split("://", 1)[1].strip("/").replace(":", "-").replace("/", "-")
-    return env.rstrip("/").rsplit("/", 1)[-1].replace(":", "-")
+    if ":" in env:  # module:Class: the class
+        return env.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    return env.rstrip("/").rsplit("/", 1)[-1]
 
 
 def mix_name(mix: Sequence[MixEnv]) -> str:

@@ -122,10 +122,12 @@ class GrpoConfig:
     env: str = "catch"
     """The env: a catalog name (``openenv-train catalog``), ``package.module:Class``, or a running server's URL."""
     envs: dict[str, Any] | None = None
-    """A mix to train one policy on, replacing ``env``: each env (as ``env``) with a weight, or with a mapping of
-    ``weight``, ``options`` (its reset options, over ``episode.options``) and ``max_turns``, e.g.
-    ``envs='{catch: 1, tic_tac_toe: {weight: 2, options: {opponent: first}}}'``. Each env gets ``pool.num_actors``
-    actors of its own; the run is named ``grpo-mix-<env>-...``."""
+    """A mix to train one policy on, replacing ``env``: each env (as ``env``, or a folder of Harbor tasks) with a
+    weight, or with a mapping of ``weight``, ``options`` (its reset options, over ``episode.options``),
+    ``max_turns``, ``max_tokens`` (completion tokens per model call, over ``grpo.per_turn_tokens``), ``request``
+    (more request fields, e.g. a ``guided_regex``) and ``reply_field`` (the action field a plain-text reply fills,
+    e.g. ``answer`` for reasoning_gym), e.g. ``envs='{catch: 1, tic_tac_toe: {weight: 2, options: {opponent:
+    first}}}'``. Each env gets ``pool.num_actors`` actors of its own; the run is named ``grpo-mix-<env>-...``."""
     mix_normalise: str = "env_std"
     """With ``envs``: ``env_std`` divides each env's rewards by its running standard deviation (each group is one
     env's, so only the scale differs between envs; it matters under ``grpo.scale_rewards`` batch or none); ``none``
@@ -197,11 +199,15 @@ def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: Grp
                  _episode_metrics, resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed, report=report)
 
 
+def _agent(cfg: GrpoConfig, reply_field: str = "message") -> ActionAgent:
+    """The episode's agent (``reply_field``: the action field a plain-text reply fills)."""
+    return ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
+                       history=cfg.episode.history, reply_field=reply_field)
+
+
 def _agent_and_evals(cfg: GrpoConfig) -> tuple[ActionAgent, tuple[str, ...]]:
     """The episode's agent, and the untrained evaluations to run (sampled, and greedy where asked)."""
-    agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
-                        history=cfg.episode.history)
-    return agent, ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    return _agent(cfg), ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
 
 
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
@@ -268,8 +274,10 @@ def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
     out = Path(cfg.output.dir) / cfg.run_name
     rec = RecipeRun.open(out, config_to_dict(cfg), resume=resume, console=console, phases=5)
     started = time.perf_counter()
-    mix = [dataclasses.replace(e, options={**cfg.episode.options, **e.options}) for e in parse_mix(cfg.envs or {})]
-    local = any(isinstance(e.env, str) and "://" not in e.env for e in mix)
+    mix = [dataclasses.replace(e, options={**cfg.episode.options, **e.options})
+           for e in parse_mix(cfg.envs or {}, make_agent=partial(_agent, cfg))]
+    # the sandbox setting matters only where the recipe starts servers whose env does not choose for itself
+    local = any(isinstance(e.env, str) and "://" not in e.env and e.sandbox is None for e in mix)
     pool = dataclasses.replace(cfg.pool, max_turns=cfg.episode.max_turns, show_progress=cfg.show_progress,
                                run_id=cfg.run_name, sandbox=local and sandbox_setting(cfg.episode.sandbox, None,
                                                                                       "episode.sandbox"))
@@ -325,8 +333,10 @@ def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg:
     if todo:
         model.eval()
         temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
+        # an env's own per-call token limit (its requests' max_tokens) stands; grpo.per_turn_tokens is the default
         backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
-                                max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
+                                max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained,
+                                caller_may_set=("max_tokens",))
         specs = []
         for e in todo:
             for i, prompt in enumerate(held_out_prompts(e, tasks[e.name], cfg.eval.episodes, cfg.eval.seed)):

@@ -83,12 +83,14 @@ class _PoolRunner:
 
     def __init__(self, pool: Any, model: Any, tokenizer: Any, sampling: dict[str, Any], *,
                  server: Any = None, policy_url: str | None = None, local: LocalConfig | None = None,
-                 agent_temperature: bool = False, serve: Callable[[Any], Any] | None = None) -> None:
+                 agent_temperature: bool = False, serve: Callable[[Any], Any] | None = None,
+                 caller_sets: Sequence[str] = ()) -> None:
         from ...policy import FixedSampling, LocalBackend, UpstreamBackend, captured_policy
 
         self.backend: Any = UpstreamBackend(policy_url) if policy_url else LocalBackend(model, tokenizer,
                                                                                           config=local)
-        served = FixedSampling(self.backend, caller_may_set=("temperature",) if agent_temperature else (), **sampling)
+        chosen = (*caller_sets, *(("temperature",) if agent_temperature else ()))
+        served = FixedSampling(self.backend, caller_may_set=chosen, **sampling)
         if serve is not None:
             served = serve(served)
         self.own_server = server is None
@@ -174,7 +176,9 @@ class TrlRolloutFunc:
                  policy_server: Any = None, episode_prefix: str = "", policy_url: str | None = None,
                  local: LocalConfig | None = None, turn_rewards: TurnRewards | None = None,
                  agent_temperature: bool = False, overlap: bool = False, turn_rows: bool = False,
-                 trained_turns: TrainedTurns | None = None, serve: Callable[[Any], Any] | None = None) -> None:
+                 trained_turns: TrainedTurns | None = None, serve: Callable[[Any], Any] | None = None,
+                 caller_sets: Sequence[str] = ()) -> None:
+        self.caller_sets = tuple(caller_sets)
         self.turn_rewards, self.agent_temperature, self.overlap = turn_rewards, agent_temperature, overlap
         self.turn_rows, self.trained_turns, self.serve = turn_rows, trained_turns, serve
         self.last_turn_rows: list[TurnRow] = []
@@ -212,7 +216,7 @@ class TrlRolloutFunc:
                                writer=self.writer, local=self.local)
         return _PoolRunner(self.env, trainer.model, tokenizer, sampling, server=self.policy_server,
                            policy_url=self.policy_url, local=self.local, agent_temperature=self.agent_temperature,
-                           serve=self.serve)
+                           serve=self.serve, caller_sets=self.caller_sets)
 
     def specs(self, prompts: Sequence[Any], num_generations: int, step: int, tag: str = "") -> list[EpisodeSpec]:
         """One episode per prompt; each run of ``num_generations`` is a group with one seed (``tag`` marks the ids
@@ -363,7 +367,7 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                       policy_url: str | None = None, local: LocalConfig | None = None,
                       turn_rewards: TurnRewards | None = None, agent_temperature: bool = False,
                       overlap: bool = False, turn_rows: bool = False, trained_turns: TrainedTurns | None = None,
-                      serve: Callable[[Any], Any] | None = None) -> TrlRolloutFunc:
+                      serve: Callable[[Any], Any] | None = None, caller_sets: Sequence[str] = ()) -> TrlRolloutFunc:
     """A ``rollout_func`` for ``GRPOTrainer`` that plays the batch's episodes with the trainer's live model.
 
     On the first call the trainer's ``model`` and tokenizer are served by a :class:`~openenv_train.policy.PolicyServer`
@@ -407,6 +411,9 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
             main line of calls, its side calls and subagents left out); the others train nothing.
         serve: on a pool path, wraps the backend the policy endpoint serves (e.g. a decoding constraint the host
             puts on every request); the trainer still reads masks and versions from the unwrapped one.
+        caller_sets: on a pool path, sampling options a request may set for itself, the trainer's then being
+            defaults: ``("max_tokens",)`` lets each env of a :class:`~openenv_train.pool.MixedPool` cap its own
+            model calls (:class:`~openenv_train.pool.MixEnv`'s ``max_tokens``).
 
     On every path each episode samples with the trainer's ``temperature``, ``top_p`` and ``top_k``, and
     ``max_tokens=per_turn_tokens or max_completion_length`` per model turn.
@@ -418,4 +425,4 @@ def make_rollout_func(env: str | PoolFactory | Any, *, agent: AgentLoop | None =
                           per_turn_tokens=per_turn_tokens, policy_server=policy_server, episode_prefix=episode_prefix,
                           policy_url=policy_url, local=local, turn_rewards=turn_rewards,
                           agent_temperature=agent_temperature, overlap=overlap, turn_rows=turn_rows,
-                          trained_turns=trained_turns, serve=serve)
+                          trained_turns=trained_turns, serve=serve, caller_sets=caller_sets)
