@@ -7,10 +7,10 @@
 1. Env servers (catalog name, ``module:Class``, or ``env=http://...`` for a running server) and a Ray pool.
 2. The tiny offline model (character tokens; or ``model.path=...``).
 3. The untrained policy on held-out reset seeds (``eval.seed`` and up; training seeds are below it), sampled at
-   ``eval.temperature`` (1.0: the policy GRPO trains) and greedily.
+   ``eval.temperature`` (1.0: the policy GRPO trains), greedily, and by beam search where ``eval.beam_width`` is set.
 4. GRPO: each step plays ``grpo.prompts_per_step`` training seeds ``grpo.num_generations`` times; the reward is
    the env's. Replies are restricted to the env's legal actions where it publishes them (``guided_choice``).
-5. The trained policy on the same held-out seeds, the same two ways.
+5. The trained policy on the same held-out seeds, the same ways.
 6. ``runs/grpo-<env>/``: traces, checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``
    (per phase the mean reward with its 95% CI under ``phases.<phase>.reward``; the paired difference under
    ``steps["untrained->grpo"]``).
@@ -51,7 +51,7 @@ __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main
 
 console = Console()
 LABELS = {"untrained": "untrained", "grpo": "after GRPO", "untrained_greedy": "untrained, greedy",
-          "grpo_greedy": "after GRPO, greedy"}
+          "grpo_greedy": "after GRPO, greedy", "untrained_beam": "untrained, beam", "grpo_beam": "after GRPO, beam"}
 
 
 @dataclass
@@ -93,6 +93,12 @@ class EvalSection:
     untrained model's greedy moves are one arbitrary fixed policy); the greedy ones are reported beside them."""
     greedy: bool = True
     """Also evaluate greedily (``untrained_greedy``, ``grpo_greedy``), with their own paired difference."""
+    beam_width: int = 0
+    """Also evaluate by beam search of this width (``untrained_beam``, ``grpo_beam``; 0: off; at most 16): each
+    reply is the most likely one a beam over the env's legal actions finds (``use_beam_search`` with the
+    ``guided_choice`` the agent sends), scored by the model's log-probability of the whole reply, end token
+    included. Off by default: on the catalog's games an action id is one token, so a beam ranks the same actions
+    greedy does, only weighted by the end token's probability (docs/results.md)."""
     seed: int = 1_000_000
     """First held-out reset seed; GRPO trains on seeds below it."""
     bootstrap_resamples: int = 2000
@@ -168,6 +174,9 @@ class GrpoConfig:
                              "eval.seed")
         if self.eval.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1, got {self.eval.episodes}")
+        if not 0 <= self.eval.beam_width <= 16:
+            raise ValueError(f"eval.beam_width must be between 0 (off) and 16 (the endpoint's widest beam), got "
+                             f"{self.eval.beam_width}")
         if self.grpo.credit != "episode":
             raise ValueError(f"grpo.credit={self.grpo.credit!r} needs a reward per turn, which this recipe does not "
                              "score (the Wordle recipe does): use grpo.credit=episode")
@@ -178,14 +187,22 @@ def _episode_metrics(row: Any) -> dict[str, float]:
     return {"reward": reward, "win": float(reward > 0), "turns": float(len(row.trace.turns))}
 
 
-def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> None:
-    """The held-out episodes, sampled at ``eval.temperature`` (or greedily for a ``*_greedy`` phase)."""
+def _eval_backend(model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> Any:
+    """The endpoint's backend of an evaluation: sampled at ``eval.temperature``, greedy for a ``*_greedy`` phase,
+    a width ``eval.beam_width`` beam for a ``*_beam`` one."""
     from ..policy import FixedSampling, LocalBackend
 
     model.eval()
-    temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
-    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
-                            max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
+    beam = phase.endswith("_beam")
+    decoding: dict[str, Any] = {"use_beam_search": True, "n": cfg.eval.beam_width} if beam else {}
+    temperature = 0.0 if beam or phase.endswith("_greedy") else cfg.eval.temperature
+    return FixedSampling(LocalBackend(model, tokenizer), temperature=temperature, max_tokens=cfg.grpo.per_turn_tokens,
+                         constrained=cfg.episode.constrained, **decoding)
+
+
+def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> None:
+    """The held-out episodes, decoded as the phase's name says (:func:`_eval_backend`)."""
+    backend = _eval_backend(model, tokenizer, cfg, phase)
 
     def report(result: dict[str, Any], n: int) -> str:
         m = result["metrics"]["reward"]
@@ -198,10 +215,11 @@ def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: Grp
 
 
 def _agent_and_evals(cfg: GrpoConfig) -> tuple[ActionAgent, tuple[str, ...]]:
-    """The episode's agent, and the untrained evaluations to run (sampled, and greedy where asked)."""
+    """The episode's agent, and the untrained evaluations to run (sampled; greedy and by beam where asked)."""
     agent = ActionAgent(constrained=cfg.episode.constrained, system_prompt=cfg.episode.system_prompt,
                         history=cfg.episode.history)
-    return agent, ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    return agent, ("untrained", *(["untrained_greedy"] if cfg.eval.greedy else []),
+                   *(["untrained_beam"] if cfg.eval.beam_width else []))
 
 
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
@@ -253,12 +271,29 @@ def _summary(rec: RecipeRun, cfg: GrpoConfig, started: float) -> dict[str, Any]:
         extra["greedy_untrained->grpo"] = paired_difference(
             evals["grpo_greedy"]["per_task"]["reward"], evals["untrained_greedy"]["per_task"]["reward"],
             resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    extra.update(_beam_figures(evals, cfg))
     summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
                             resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
-                            also=["untrained_greedy", "grpo_greedy"])
+                            also=["untrained_greedy", "grpo_greedy", "untrained_beam", "grpo_beam"])
     plot_training(rec.metrics.read(), out / "training.png", evals=evals, labels=LABELS)
     console.print((out / "summary.md").read_text())
     return summary
+
+
+def _beam_figures(evals: dict[str, Any], cfg: GrpoConfig) -> dict[str, Any]:
+    """With beam phases: GRPO's effect on the beam (``beam_untrained->grpo``) and the beam against greedy on the
+    same seeds (``beam_minus_greedy``, per stage), each paired."""
+    def paired(after: str, before: str) -> dict[str, float]:
+        return paired_difference(evals[after]["per_task"]["reward"], evals[before]["per_task"]["reward"],
+                                 resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+
+    figures: dict[str, Any] = {}
+    if "untrained_beam" in evals and "grpo_beam" in evals:
+        figures["beam_untrained->grpo"] = paired("grpo_beam", "untrained_beam")
+    stages = [s for s in ("untrained", "grpo") if f"{s}_beam" in evals and f"{s}_greedy" in evals]
+    if stages:
+        figures["beam_minus_greedy"] = {s: paired(f"{s}_beam", f"{s}_greedy") for s in stages}
+    return figures
 
 
 def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
@@ -317,16 +352,12 @@ def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
 def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str,
                   mix: list[Any], tasks: dict[str, Any]) -> None:
     """Every env's held-out tasks in one batch (the envs play side by side); recorded per env as ``phase/env``."""
-    from ..policy import FixedSampling, LocalBackend
     from ..pool import EpisodeSpec
 
     todo = [e for e in mix if f"{phase}/{e.name}" not in rec.state.data["evals"]]
     rows: dict[str, list[Any]] = {e.name: [] for e in mix}
     if todo:
-        model.eval()
-        temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
-        backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
-                                max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
+        backend = _eval_backend(model, tokenizer, cfg, phase)
         specs = []
         for e in todo:
             for i, prompt in enumerate(held_out_prompts(e, tasks[e.name], cfg.eval.episodes, cfg.eval.seed)):
@@ -352,7 +383,7 @@ def _mix_summary(rec: RecipeRun, cfg: GrpoConfig, envs: list[str], started: floa
     summary: dict[str, Any] = {"title": f"GRPO on a mix of {', '.join(envs)}", "run": str(out), "metric": "reward",
                                "held_out_episodes_per_env": {e: evals[f"untrained/{e}"]["metrics"]["reward"]["n"]
                                                              for e in envs if f"untrained/{e}" in evals}}
-    for before, after in (("untrained", "grpo"), ("untrained_greedy", "grpo_greedy")):
+    for before, after in (("untrained", "grpo"), ("untrained_greedy", "grpo_greedy"), ("untrained_beam", "grpo_beam")):
         if not all(f"{p}/{e}" in evals for p in (before, after) for e in envs):
             continue
         reward = {p: {e: evals[f"{p}/{e}"]["per_task"]["reward"] for e in envs} for p in (before, after)}
