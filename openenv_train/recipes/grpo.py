@@ -183,8 +183,12 @@ class GrpoConfig:
 
 
 def _episode_metrics(row: Any) -> dict[str, float]:
+    from ..trace import beam_decoded
+
     reward = float(row.reward or 0.0)
-    return {"reward": reward, "win": float(reward > 0), "turns": float(len(row.trace.turns))}
+    # a beam-decoded call records a turn per beam returned: count its best one
+    calls = [t for t in row.trace.turns if (beam_decoded(t) or {}).get("rank", 0) == 0]
+    return {"reward": reward, "win": float(reward > 0), "turns": float(len(calls))}
 
 
 def _eval_backend(model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> Any:

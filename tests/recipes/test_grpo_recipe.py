@@ -16,6 +16,11 @@ pytest.importorskip("trl", reason="trl is not installed")
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "grpo_smoke.yaml"
 
 
+def _calls(row: Any) -> int:
+    """Model calls of an episode (a beam-decoded call records a turn per beam)."""
+    return sum((beam_decoded(t) or {}).get("rank", 0) == 0 for t in row.trace.turns)
+
+
 @pytest.mark.timeout(600)
 def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     code = grpo.main(["--config", str(CONFIG), "env=catch", f"output.dir={tmp_path}", "episode.sandbox=off",
@@ -35,7 +40,7 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     # training seeds never reach the held-out ones
     assert {r.task["seed"] for r in trained}.isdisjoint({r.task["seed"] for r in held})
     # episode.options reset every episode, trained and held out: a 4-row board is 3 moves
-    assert all(r.task["rows"] == 4 and r.task["columns"] == 3 and len(r.trace.turns) == 3 for r in rows)
+    assert all(r.task["rows"] == 4 and r.task["columns"] == 3 and _calls(r) == 3 for r in rows)
     # every move was one of the legal actions: the constraint restricts replies to them
     assert all(t.metadata.get("constraint") for r in rows for t in r.trace.turns)
     assert all(r.ok for r in rows) and (out / "training.png").exists() and (out / "checkpoints" / "final").exists()
@@ -57,6 +62,7 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     assert len(beamed) == 8 and all(beam_decoded(t) is not None and t.metadata.get("constraint")
                                     for r in beamed for t in r.trace.turns)
     assert {"beam_untrained->grpo", "beam_minus_greedy"} <= set(summary)
+    assert summary["phases"]["grpo_beam"]["turns"]["mean"] == 3.0  # moves, not the beams each move returned
     assert "after GRPO, beam" in (out / "summary.md").read_text()
     assert eval_recipe.main([f"model={out / 'checkpoints' / 'final'}", "env=catch", "agent=action", "episodes=4",
                              "seed=1000000", "options={rows: 4, columns: 3}", "max_turns=30", "per_turn_tokens=4",
