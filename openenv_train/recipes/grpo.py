@@ -7,10 +7,10 @@
 1. Env servers (catalog name, ``module:Class``, or ``env=http://...`` for a running server) and a Ray pool.
 2. The tiny offline model (character tokens; or ``model.path=...``).
 3. The untrained policy on held-out reset seeds (``eval.seed`` and up; training seeds are below it), sampled at
-   ``eval.temperature`` (1.0: the policy GRPO trains), greedily, and by beam search where ``eval.beam_width`` is set.
+   ``eval.temperature`` (1.0: the policy GRPO trains) and greedily.
 4. GRPO: each step plays ``grpo.prompts_per_step`` training seeds ``grpo.num_generations`` times; the reward is
    the env's. Replies are restricted to the env's legal actions where it publishes them (``guided_choice``).
-5. The trained policy on the same held-out seeds, the same ways.
+5. The trained policy on the same held-out seeds, the same two ways.
 6. ``runs/grpo-<env>/``: traces, checkpoints, ``metrics.jsonl``, ``training.png``, ``summary.md``/``.json``
    (per phase the mean reward with its 95% CI under ``phases.<phase>.reward``; the paired difference under
    ``steps["untrained->grpo"]``).
@@ -20,6 +20,9 @@ groups drawn by weight (a group is one task of one env), rewards divided by each
 (``mix_normalise``), per-env metrics every step, each env evaluated on its held-out split (its Task API's ``test``
 split, else seeds from ``eval.seed``), and ``runs/grpo-mix-<envs>/summary.md`` with per env the untrained and
 trained means and their paired difference, and the mix's mean (each env counted once).
+
+``eval.beam_width=W`` also plays the held-out seeds by a width-W beam over the legal actions before and after GRPO
+(``untrained_beam``, ``grpo_beam``), beside the sampled and greedy figures.
 """
 
 from __future__ import annotations
