@@ -11,7 +11,7 @@ differ in three places:
   the step's W best candidates over all beams; an end a step ranks lower is dropped, however good it is.
 - **The length a length penalty divides by.** Ours: the completion's tokens, end token excluded. vLLM: the same
   plus the prompt's tokens (no effect on the order when ``length_penalty`` is 0). transformers since its beam search
-  rewrite (4.50): the completion's tokens with the end token; before it, without.
+  rewrite (read in 5.25): the completion's tokens with the end token; before it, without.
 - **When a search stops.** Ours: once no live beam can beat the W-th finished one, at the longest length it may
   reach when the penalty is positive (transformers' ``early_stopping="never"``); transformers' default
   (``early_stopping=False``) bounds a positive penalty at the current length; vLLM runs to ``max_tokens``.
