@@ -284,7 +284,7 @@ def mix_difference(after: Mapping[str, Sequence[float]], before: Mapping[str, Se
 
 
 def mix_markdown(summary: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    """``summary.md`` of a mix: per evaluation (sampled, greedy) a table of each env's untrained and trained mean
+    """``summary.md`` of a mix: per evaluation (sampled, greedy, beam) a table of each env's untrained and trained mean
     reward and their paired difference, and the mix's mean (each env counted once).
 
     >>> stat = {"mean": 0.5, "ci_low": 0.25, "ci_high": 0.75}
@@ -297,7 +297,7 @@ def mix_markdown(summary: Mapping[str, Any], labels: Mapping[str, str]) -> str:
         return f"{stat['mean']:{sign}.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
 
     lines = [f"# {summary.get('title', 'GRPO on a mix')}", ""]
-    for phase in ("grpo", "grpo_greedy"):
+    for phase in ("grpo", "grpo_greedy", "grpo_beam"):
         result = summary.get(phase)
         if not result:
             continue

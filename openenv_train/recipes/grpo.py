@@ -20,6 +20,9 @@ groups drawn by weight (a group is one task of one env), rewards divided by each
 (``mix_normalise``), per-env metrics every step, each env evaluated on its held-out split (its Task API's ``test``
 split, else seeds from ``eval.seed``), and ``runs/grpo-mix-<envs>/summary.md`` with per env the untrained and
 trained means and their paired difference, and the mix's mean (each env counted once).
+
+``eval.beam_width=W`` also plays the held-out seeds by a width-W beam over the legal actions before and after GRPO
+(``untrained_beam``, ``grpo_beam``), beside the sampled and greedy figures.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ __all__ = ["EpisodeSection", "EvalSection", "GrpoConfig", "OutputSection", "main
 
 console = Console()
 LABELS = {"untrained": "untrained", "grpo": "after GRPO", "untrained_greedy": "untrained, greedy",
-          "grpo_greedy": "after GRPO, greedy"}
+          "grpo_greedy": "after GRPO, greedy", "untrained_beam": "untrained, beam", "grpo_beam": "after GRPO, beam"}
 
 
 @dataclass
@@ -93,6 +96,13 @@ class EvalSection:
     untrained model's greedy moves are one arbitrary fixed policy); the greedy ones are reported beside them."""
     greedy: bool = True
     """Also evaluate greedily (``untrained_greedy``, ``grpo_greedy``), with their own paired difference."""
+    beam_width: int = 0
+    """Also evaluate by beam search of this width (``untrained_beam``, ``grpo_beam``; 0: off; at most 16): each
+    reply is the most likely one a beam over the env's legal actions finds (``use_beam_search`` with the
+    ``guided_choice`` the agent sends), scored by the model's log-probability of the whole reply, end token
+    included. Off by default: on the catalog's games an action id is one token, so a beam ranks the actions greedy
+    ranks, weighted by the end token's probability after each, which training under the constraint never moves
+    (its masked probability is 1); on catch it matched greedy's reward on every held-out seed (docs/results.md)."""
     seed: int = 1_000_000
     """First held-out reset seed; GRPO trains on seeds below it."""
     bootstrap_resamples: int = 2000
@@ -170,24 +180,40 @@ class GrpoConfig:
                              "eval.seed")
         if self.eval.episodes < 1:
             raise ValueError(f"eval.episodes must be >= 1, got {self.eval.episodes}")
+        if not 0 <= self.eval.beam_width <= 16:
+            raise ValueError(f"eval.beam_width must be between 0 (off) and 16 (the endpoint's widest beam), got "
+                             f"{self.eval.beam_width}")
         if self.grpo.credit != "episode":
             raise ValueError(f"grpo.credit={self.grpo.credit!r} needs a reward per turn, which this recipe does not "
                              "score (the Wordle recipe does): use grpo.credit=episode")
 
 
 def _episode_metrics(row: Any) -> dict[str, float]:
+    from ..trace import beam_decoded
+
     reward = float(row.reward or 0.0)
-    return {"reward": reward, "win": float(reward > 0), "turns": float(len(row.trace.turns))}
+    # a beam-decoded call records a turn per beam returned: count its best one
+    calls = [t for t in row.trace.turns if (beam_decoded(t) or {}).get("rank", 0) == 0]
+    return {"reward": reward, "win": float(reward > 0), "turns": float(len(calls))}
 
 
-def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> None:
-    """The held-out episodes, sampled at ``eval.temperature`` (or greedily for a ``*_greedy`` phase)."""
+def _eval_backend(model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str,
+                  caller_may_set: tuple[str, ...] = ()) -> Any:
+    """The endpoint's backend of an evaluation: sampled at ``eval.temperature``, greedy for a ``*_greedy`` phase,
+    a width ``eval.beam_width`` beam for a ``*_beam`` one; ``caller_may_set``: request fields a caller's value keeps."""
     from ..policy import FixedSampling, LocalBackend
 
     model.eval()
-    temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
-    backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
-                            max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained)
+    beam = phase.endswith("_beam")
+    decoding: dict[str, Any] = {"use_beam_search": True, "n": cfg.eval.beam_width} if beam else {}
+    temperature = 0.0 if beam or phase.endswith("_greedy") else cfg.eval.temperature
+    return FixedSampling(LocalBackend(model, tokenizer), temperature=temperature, max_tokens=cfg.grpo.per_turn_tokens,
+                         constrained=cfg.episode.constrained, caller_may_set=caller_may_set, **decoding)
+
+
+def _evaluate(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str) -> None:
+    """The held-out episodes, decoded as the phase's name says (:func:`_eval_backend`)."""
+    backend = _eval_backend(model, tokenizer, cfg, phase)
 
     def report(result: dict[str, Any], n: int) -> str:
         m = result["metrics"]["reward"]
@@ -206,8 +232,9 @@ def _agent(cfg: GrpoConfig, reply_field: str = "message") -> ActionAgent:
 
 
 def _agent_and_evals(cfg: GrpoConfig) -> tuple[ActionAgent, tuple[str, ...]]:
-    """The episode's agent, and the untrained evaluations to run (sampled, and greedy where asked)."""
-    return _agent(cfg), ("untrained", "untrained_greedy")[:2 if cfg.eval.greedy else 1]
+    """The episode's agent, and the untrained evaluations to run (sampled; greedy and by beam where asked)."""
+    return _agent(cfg), ("untrained", *(["untrained_greedy"] if cfg.eval.greedy else []),
+                         *(["untrained_beam"] if cfg.eval.beam_width else []))
 
 
 def run(cfg: GrpoConfig, *, resume: bool = False) -> dict[str, Any]:
@@ -259,12 +286,29 @@ def _summary(rec: RecipeRun, cfg: GrpoConfig, started: float) -> dict[str, Any]:
         extra["greedy_untrained->grpo"] = paired_difference(
             evals["grpo_greedy"]["per_task"]["reward"], evals["untrained_greedy"]["per_task"]["reward"],
             resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+    extra.update(_beam_figures(evals, cfg))
     summary = write_summary(out, evals, order=["untrained", "grpo"], metric="reward", labels=LABELS, extra=extra,
                             resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed,
-                            also=["untrained_greedy", "grpo_greedy"])
+                            also=["untrained_greedy", "grpo_greedy", "untrained_beam", "grpo_beam"])
     plot_training(rec.metrics.read(), out / "training.png", evals=evals, labels=LABELS)
     console.print((out / "summary.md").read_text())
     return summary
+
+
+def _beam_figures(evals: dict[str, Any], cfg: GrpoConfig) -> dict[str, Any]:
+    """With beam phases: GRPO's effect on the beam (``beam_untrained->grpo``) and the beam against greedy on the
+    same seeds (``beam_minus_greedy``, per stage), each paired."""
+    def paired(after: str, before: str) -> dict[str, float]:
+        return paired_difference(evals[after]["per_task"]["reward"], evals[before]["per_task"]["reward"],
+                                 resamples=cfg.eval.bootstrap_resamples, seed=cfg.seed)
+
+    figures: dict[str, Any] = {}
+    if "untrained_beam" in evals and "grpo_beam" in evals:
+        figures["beam_untrained->grpo"] = paired("grpo_beam", "untrained_beam")
+    stages = [s for s in ("untrained", "grpo") if f"{s}_beam" in evals and f"{s}_greedy" in evals]
+    if stages:
+        figures["beam_minus_greedy"] = {s: paired(f"{s}_beam", f"{s}_greedy") for s in stages}
+    return figures
 
 
 def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
@@ -325,18 +369,13 @@ def _run_mix(cfg: GrpoConfig, *, resume: bool) -> dict[str, Any]:
 def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg: GrpoConfig, phase: str,
                   mix: list[Any], tasks: dict[str, Any]) -> None:
     """Every env's held-out tasks in one batch (the envs play side by side); recorded per env as ``phase/env``."""
-    from ..policy import FixedSampling, LocalBackend
     from ..pool import EpisodeSpec
 
     todo = [e for e in mix if f"{phase}/{e.name}" not in rec.state.data["evals"]]
     rows: dict[str, list[Any]] = {e.name: [] for e in mix}
     if todo:
-        model.eval()
-        temperature = 0.0 if phase.endswith("_greedy") else cfg.eval.temperature
         # an env's own per-call token limit (its requests' max_tokens) stands; grpo.per_turn_tokens is the default
-        backend = FixedSampling(LocalBackend(model, tokenizer), temperature=temperature,
-                                max_tokens=cfg.grpo.per_turn_tokens, constrained=cfg.episode.constrained,
-                                caller_may_set=("max_tokens",))
+        backend = _eval_backend(model, tokenizer, cfg, phase, caller_may_set=("max_tokens",))
         specs = []
         for e in todo:
             for i, prompt in enumerate(held_out_prompts(e, tasks[e.name], cfg.eval.episodes, cfg.eval.seed)):
@@ -362,7 +401,7 @@ def _mix_summary(rec: RecipeRun, cfg: GrpoConfig, envs: list[str], started: floa
     summary: dict[str, Any] = {"title": f"GRPO on a mix of {', '.join(envs)}", "run": str(out), "metric": "reward",
                                "held_out_episodes_per_env": {e: evals[f"untrained/{e}"]["metrics"]["reward"]["n"]
                                                              for e in envs if f"untrained/{e}" in evals}}
-    for before, after in (("untrained", "grpo"), ("untrained_greedy", "grpo_greedy")):
+    for before, after in (("untrained", "grpo"), ("untrained_greedy", "grpo_greedy"), ("untrained_beam", "grpo_beam")):
         if not all(f"{p}/{e}" in evals for p in (before, after) for e in envs):
             continue
         reward = {p: {e: evals[f"{p}/{e}"]["per_task"]["reward"] for e in envs} for p in (before, after)}

@@ -152,6 +152,8 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path, tic_tac_toe_url: s
         assert row["untrained"]["n"] == row["trained"]["n"] == 3 and "ci_low" in row["paired"]
     assert summary["grpo"]["mix"]["paired"]["n_envs"] == 3
     assert "| **mix** (mean over envs) |" in (out / "summary.md").read_text()
+    assert set(summary["grpo_beam"]["envs"]) == {"catch", "tic_tac_toe", "blackjack"}  # the smoke config's beams
+    assert "after GRPO, beam" in (out / "summary.md").read_text()
     steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rollouts = [r for r in steps if r.get("phase") == "grpo_rollout"]
     assert len(rollouts) == 2 and all(f"{env}/reward" in r for r in rollouts for env in (*names, "mix"))
@@ -159,7 +161,7 @@ def test_grpo_over_a_mix_of_three_games_smoke(tmp_path: Path, tic_tac_toe_url: s
     held = [r for r in rows if r.episode_id.startswith("eval-")]
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     # held-out episodes from each env's test split, training ones from its train split (the Task API's)
-    assert len(held) == 2 * 3 * 3 and {r.task["split"] for r in held} == {"test"}
+    assert len(held) == 4 * 3 * 3 and {r.task["split"] for r in held} == {"test"}
     assert len(trained) == 2 * 3 * 2 and {r.task["split"] for r in trained} == {"train"}
     game = {"catch": "catch", tic_tac_toe_url: "tic_tac_toe", BLACKJACK: "blackjack"}  # a row names its env as given
     assert {r.env.name for r in rows} == set(game)

@@ -10,10 +10,15 @@ import pytest
 
 from openenv_train.recipes import eval as eval_recipe
 from openenv_train.recipes import grpo
-from openenv_train.trace import read_traces
+from openenv_train.trace import beam_decoded, read_traces
 
 pytest.importorskip("trl", reason="trl is not installed")
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "grpo_smoke.yaml"
+
+
+def _calls(row: Any) -> int:
+    """Model calls of an episode (a beam-decoded call records a turn per beam)."""
+    return sum((beam_decoded(t) or {}).get("rank", 0) == 0 for t in row.trace.turns)
 
 
 @pytest.mark.timeout(600)
@@ -23,7 +28,7 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     assert code == 0
     out = tmp_path / "grpo-catch"
     summary = json.loads((out / "summary.json").read_text())
-    for phase in ("untrained", "grpo", "untrained_greedy", "grpo_greedy"):
+    for phase in ("untrained", "grpo", "untrained_greedy", "grpo_greedy", "untrained_beam", "grpo_beam"):
         reward = summary["phases"][phase]["reward"]
         assert reward["n"] == 4 and reward["ci_low"] <= reward["mean"] <= reward["ci_high"]
     assert set(summary["steps"]) == {"untrained->grpo"} and "greedy_untrained->grpo" in summary
@@ -31,11 +36,11 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
     rows = read_traces(out)
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     held = [r for r in rows if r.episode_id.startswith("eval-")]
-    assert len(trained) == 2 * 2 * 2 and len(held) == 4 * 4
+    assert len(trained) == 2 * 2 * 2 and len(held) == 6 * 4
     # training seeds never reach the held-out ones
     assert {r.task["seed"] for r in trained}.isdisjoint({r.task["seed"] for r in held})
     # episode.options reset every episode, trained and held out: a 4-row board is 3 moves
-    assert all(r.task["rows"] == 4 and r.task["columns"] == 3 and len(r.trace.turns) == 3 for r in rows)
+    assert all(r.task["rows"] == 4 and r.task["columns"] == 3 and _calls(r) == 3 for r in rows)
     # every move was one of the legal actions: the constraint restricts replies to them
     assert all(t.metadata.get("constraint") for r in rows for t in r.trace.turns)
     assert all(r.ok for r in rows) and (out / "training.png").exists() and (out / "checkpoints" / "final").exists()
@@ -51,6 +56,19 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
 
     greedy = [r for r in held if r.episode_id.startswith("eval-grpo_greedy")]
     assert len(greedy) == 4 and moves(read_traces(tmp_path / "eval")) == moves(greedy)
+    # the beam phases (the smoke config's eval.beam_width=4): beam-decoded moves among the legal actions, the paired
+    # figures beside the greedy ones, and recipes.eval's beam_width=4 replays the trained policy's beam figure
+    beamed = [r for r in held if "_beam-" in r.episode_id]
+    assert len(beamed) == 8 and all(beam_decoded(t) is not None and t.metadata.get("constraint")
+                                    for r in beamed for t in r.trace.turns)
+    assert {"beam_untrained->grpo", "beam_minus_greedy"} <= set(summary)
+    assert summary["phases"]["grpo_beam"]["turns"]["mean"] == 3.0  # moves, not the beams each move returned
+    assert "after GRPO, beam" in (out / "summary.md").read_text()
+    assert eval_recipe.main([f"model={out / 'checkpoints' / 'final'}", "env=catch", "agent=action", "episodes=4",
+                             "seed=1000000", "options={rows: 4, columns: 3}", "max_turns=30", "per_turn_tokens=4",
+                             "beam_width=4", f"output_dir={tmp_path}", "name=eval-beam", "show_progress=false"]) == 0
+    again = json.loads((tmp_path / "eval-beam" / "summary.json").read_text())["phases"]["eval"]["reward"]["mean"]
+    assert again == summary["phases"]["grpo_beam"]["reward"]["mean"]
 
 
 def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
@@ -58,6 +76,8 @@ def test_bad_settings_name_the_fix(tmp_path: Path) -> None:
         grpo.main(["episode.sandbx=off"])
     with pytest.raises(ValueError, match="raise eval.seed"):
         grpo.GrpoConfig(eval=grpo.EvalSection(seed=10))
+    with pytest.raises(ValueError, match="eval.beam_width must be between 0"):
+        grpo.GrpoConfig(eval=grpo.EvalSection(beam_width=17))
     with pytest.raises(ValueError, match="options are not for Wordle"):
         eval_recipe.EvalConfig(model="m", env="wordle", options={"rows": 4})
     with pytest.raises(ValueError, match="history must be one of all, current"):

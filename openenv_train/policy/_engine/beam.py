@@ -9,9 +9,11 @@ answer is the ``W`` best finished sequences (those cut at ``max_tokens`` include
     score = cumulative_logprob / completion_tokens ** length_penalty
 
 (``completion_tokens`` without the stop token, at least 1; vLLM counts the prompt's tokens too, which changes no
-order between beams of one prompt when ``length_penalty`` is 0 and few otherwise). A request stops as soon as no
-unfinished beam can beat its ``W``-th finished one (a sum of log-probabilities only falls), so the result is the
-same as running to ``max_tokens``.
+order between beams of one prompt when ``length_penalty`` is 0 and few otherwise; transformers counts the stop
+token). A request stops as soon as no unfinished beam can beat its ``W``-th finished one (a sum of
+log-probabilities only falls), so the result is the same as running to ``max_tokens``. transformers'
+``generate(num_beams=W)`` keeps the same unfinished beams but finishes only the stop extensions among a step's
+``W`` best candidates, so it may miss one of these answers (``tests/policy/test_beam_transformers.py``).
 
 A row with a guide (``guided_choice``, a regex) extends its beams only along the tokens the guide allows, but its
 scores and logprobs are the model's own, unmasked: the likelihood of the whole sequence, as a reranker scores it
