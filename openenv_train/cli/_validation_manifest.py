@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..core import OpenEnvTrainError
+
 __all__ = ["ManifestProblem", "RuntimePlan", "RuntimePlanProblem", "load_runtime_plan", "parse_manifest"]
 
 _SCHEMA_HINT = "the normalized manifest schema (OpenEnv's src/openenv/validation/schemas/manifest.schema.json)"
@@ -27,7 +29,7 @@ VALIDATION_BLOCK_REMEDIATION = (
 SCHEMA_REMEDIATION = f"fix the `validation:` block in openenv.yaml so it matches {_SCHEMA_HINT}"
 
 
-class ManifestProblem(Exception):
+class ManifestProblem(OpenEnvTrainError):
     """The declarations do not make a valid manifest: ``errors`` (one line each) and the ``remediation``."""
 
     def __init__(self, errors: list[str], remediation: str | None = None) -> None:
@@ -248,7 +250,7 @@ def parse_manifest(folder: Path) -> Manifest:
 MAX_PLAN_BYTES = 65_536
 
 
-class RuntimePlanProblem(ValueError):
+class RuntimePlanProblem(OpenEnvTrainError, ValueError):
     """The runtime plan is missing, outside the package, too big or not what its schema says."""
 
 

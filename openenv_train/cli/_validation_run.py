@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from ..core import OpenEnvTrainError
 from ._validation_graders import RUNTIME_GRADERS, Evidence, check_result, runtime_results, static_manifest
 from ._validation_manifest import (
     Manifest,
@@ -39,7 +40,7 @@ _RUBRIC_CHECKS = ("runtime.rubric_introspectable", "runtime.reward_attribution")
 _DIGEST_SKIP = {".git", "__pycache__", ".venv", ".worktrees", "outputs"}
 
 
-class UnsupportedFolder(ValueError):
+class UnsupportedFolder(OpenEnvTrainError, ValueError):
     """Not a package this validator reads (OpenEnv's exit status 2): not a folder, none or several well-known files."""
 
 
