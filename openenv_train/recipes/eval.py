@@ -161,6 +161,11 @@ def run(cfg: EvalConfig) -> dict[str, Any]:
     from .wordle import ANY_ORDER_TOKENS, WordleGRPOSection, game_metrics
 
     out = Path(cfg.output_dir) / cfg.name
+    if (out / "summary.json").exists():
+        # the trace writer resumes a folder, so a second evaluation here would play none of its episodes again and
+        # summarise nothing: refuse before anything starts
+        raise ValueError(f"{out} holds a finished evaluation (summary.json): give this one another name "
+                         f"(name=eval-2) or output_dir, or remove {out}")
     kind = _agent_kind(cfg)
     wordle_tokens = ANY_ORDER_TOKENS if cfg.order == "any" else WordleGRPOSection.per_turn_tokens
     tokens = cfg.per_turn_tokens or (wordle_tokens if kind == "wordle" else 64)

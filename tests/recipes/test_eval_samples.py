@@ -64,3 +64,13 @@ def test_success_definition_and_bad_settings() -> None:
         eval_recipe.EvalConfig(model="m", env="catch", samples=4)
     with pytest.raises(ValueError, match="samples must be >= 1"):
         eval_recipe.EvalConfig(model="m", env="catch", samples=0)
+
+
+def test_a_second_evaluation_into_a_finished_one_is_refused_naming_the_fix(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # the trace writer resumes a folder: a second evaluation there would replay nothing and summarise nothing
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "summary.json").write_text("{}")
+    assert eval_recipe.main(["model=no-such-model", "env=catch", f"output_dir={tmp_path}", "show_progress=false"]) == 1
+    err = capsys.readouterr().err
+    assert "holds a finished evaluation" in err and "name=eval-2" in err
