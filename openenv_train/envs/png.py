@@ -3,10 +3,11 @@ KiB against 100 KiB raw) and MuJoCo renders."""
 
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 
-__all__ = ["encode_png"]
+__all__ = ["encode_png", "png_data_url"]
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -21,3 +22,15 @@ def encode_png(pixels: bytes, width: int, height: int, channels: int) -> bytes:
     rows = b"".join(b"\x00" + pixels[y * stride:(y + 1) * stride] for y in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 0 if channels == 1 else 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows, 6)) + _chunk(b"IEND", b"")
+
+
+def png_data_url(encoded: object) -> str | None:
+    """A ``data:`` URL of an observation's base64 PNG field (an ``<img>``'s ``src``); None when it is empty or not
+    valid base64."""
+    if not isinstance(encoded, str) or not encoded:
+        return None
+    try:
+        data = base64.b64encode(base64.b64decode(encoded, validate=True)).decode("ascii")
+    except ValueError:  # binascii.Error is a ValueError
+        return None
+    return f"data:image/png;base64,{data}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import html
 import uuid
 from importlib import resources
@@ -13,7 +12,7 @@ from pydantic import Field
 
 from ...core import did_you_mean
 from ...server import Environment
-from ..png import encode_png
+from ..png import encode_png, png_data_url
 from ._models import AtariAction, AtariObservation, AtariState
 
 __all__ = ["AtariEnvironment"]
@@ -105,18 +104,14 @@ class AtariEnvironment(Environment[AtariAction, AtariObservation, AtariState]):
     @staticmethod
     def render_observation(observation: dict[str, Any]) -> str | None:
         """The screen as an image (scaled up, pixels kept sharp) with the score and lives; None without a PNG."""
-        png = observation.get("screen_png")
-        if not isinstance(png, str) or not png:
-            return None
-        try:
-            data = base64.b64encode(base64.b64decode(png, validate=True)).decode("ascii")
-        except (binascii.Error, ValueError):
+        src = png_data_url(observation.get("screen_png"))
+        if src is None:
             return None
         frame = int(observation.get("episode_frame_number") or 0)
         lives = observation.get("lives")
         score = html.escape(f"score {observation.get('episode_return', 0)}" + (f" · lives {lives}" if lives else ""))
         return (f'<figure style="margin:0"><img alt="Atari screen" data-frame="{frame}" width="320" height="420" '
-                f'style="image-rendering:pixelated;background:#000" src="data:image/png;base64,{data}">'
+                f'style="image-rendering:pixelated;background:#000" src="{src}">'
                 f'<figcaption style="font:12px monospace">{score}</figcaption></figure>')
 
     def _meanings(self) -> list[str]:

@@ -8,7 +8,6 @@ import queue
 import re
 import secrets
 import shutil
-import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import IO, Any
 
 from ...core import OpenEnvTrainError
 from ...sandbox import SandboxConfig, sandboxed_command
+from ..process_group import kill_process_group
 
 __all__ = ["CellRun", "KernelDied", "SandboxedKernel"]
 
@@ -182,12 +182,7 @@ class SandboxedKernel:
     async def close(self) -> None:
         """Stop the channels, kill the sandbox (and the kernel in it), delete the socket folder."""
         self._client.stop_channels()
-        if self._process.returncode is None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        await self._process.wait()
+        await kill_process_group(self._process)
         self._log.close()
         shutil.rmtree(self._folder, ignore_errors=True)
 

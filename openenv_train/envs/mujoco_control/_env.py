@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ...core import did_you_mean
 from ...server import Environment
-from ..png import encode_png
+from ..png import encode_png, png_data_url
 from ._gl import RENDER_FIX, RenderingUnavailable, gl_backend
 from ._models import DMControlAction, DMControlObservation, DMControlState
 
@@ -186,14 +186,8 @@ class DMControlEnvironment(Environment[DMControlAction, DMControlObservation, DM
     @staticmethod
     def render_observation(observation: dict[str, Any]) -> str | None:
         """The rendered frame, when the episode renders one."""
-        pixels = observation.get("pixels")
-        if not isinstance(pixels, str) or not pixels:
-            return None
-        try:
-            data = base64.b64encode(base64.b64decode(pixels, validate=True)).decode("ascii")
-        except ValueError:
-            return None
-        return f'<img alt="MuJoCo scene" src="data:image/png;base64,{data}">'
+        src = png_data_url(observation.get("pixels"))
+        return None if src is None else f'<img alt="MuJoCo scene" src="{src}">'
 
     @property
     def state(self) -> DMControlState:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 from ...core import OpenEnvTrainError
 from ...sandbox import SandboxConfig, sandboxed_command
+from ..process_group import kill_process_group
 
 __all__ = ["TerminalDied", "TerminalSession"]
 
@@ -86,12 +85,5 @@ class TerminalSession:
 
     async def close(self) -> None:
         """Kill the driver's process group (bubblewrap takes the sandbox's processes with it) and reap it."""
-        if self._process.returncode is None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._process.stdin is not None and not self._process.stdin.is_closing():
-            self._process.stdin.close()
-        await self._process.wait()
+        await kill_process_group(self._process)
 

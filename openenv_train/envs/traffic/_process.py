@@ -6,13 +6,13 @@ import asyncio
 import importlib.util
 import json
 import os
-import signal
 import sys
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 from ...core import OpenEnvTrainError
+from ..process_group import kill_process_group
 
 __all__ = ["SimulationDied", "SimulationProcess", "sumo_home"]
 
@@ -114,12 +114,5 @@ class SimulationProcess:
 
     async def close(self) -> None:
         """Kill the driver's process group and reap it."""
-        if self._process.returncode is None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if self._process.stdin is not None and not self._process.stdin.is_closing():
-            self._process.stdin.close()
-        await self._process.wait()
+        await kill_process_group(self._process)
         self._log.close()
