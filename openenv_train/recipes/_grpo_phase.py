@@ -226,10 +226,12 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
     steps = trainer.state.global_step
-    console.print(f"GRPO: {steps} steps in {budget.elapsed:.0f}s this session"
-                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}[/]" if budget.cut_short else ""))
-    return trainer.model, {"steps": steps, "seconds": round(budget.elapsed, 1), "budget_s": g.budget_s,
-                           "cut_short": budget.cut_short}
+    console.print(f"GRPO: {steps} of {g.steps} steps in {budget.elapsed:.0f}s this session"
+                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}: {g.steps - steps} planned steps were not "
+                     "trained, so the trained policy is not the one these settings give on a faster machine[/]"
+                     if budget.cut_short else ""))
+    return trainer.model, {"steps": steps, "planned_steps": g.steps, "seconds": round(budget.elapsed, 1),
+                           "budget_s": g.budget_s, "cut_short": budget.cut_short}
 
 
 def _flush_on_save(writer: Any) -> Any:

@@ -32,7 +32,9 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
         reward = summary["phases"][phase]["reward"]
         assert reward["n"] == 4 and reward["ci_low"] <= reward["mean"] <= reward["ci_high"]
     assert set(summary["steps"]) == {"untrained->grpo"} and "greedy_untrained->grpo" in summary
-    assert summary["budgets"]["grpo"]["steps"] == 2 and not summary["budgets"]["grpo"]["cut_short"]
+    assert summary["budgets"]["grpo"]["steps"] == summary["budgets"]["grpo"]["planned_steps"] == 2
+    assert not summary["budgets"]["grpo"]["cut_short"]
+    assert summary["training"].startswith("2 of 2 planned GRPO steps")
     rows = read_traces(out)
     trained = [r for r in rows if r.episode_id.startswith("grpo-")]
     held = [r for r in rows if r.episode_id.startswith("eval-")]
@@ -69,6 +71,17 @@ def test_grpo_recipe_trains_and_evaluates_catch(tmp_path: Path) -> None:
                              "beam_width=4", f"output_dir={tmp_path}", "name=eval-beam", "show_progress=false"]) == 0
     again = json.loads((tmp_path / "eval-beam" / "summary.json").read_text())["phases"]["eval"]["reward"]["mean"]
     assert again == summary["phases"]["grpo_beam"]["reward"]["mean"]
+
+
+def test_a_run_the_budget_cut_says_so_and_what_it_cost() -> None:
+    cut = {"grpo": {"steps": 61, "planned_steps": 150, "seconds": 420.3, "budget_s": 420.0, "cut_short": True}}
+    note = grpo._training_note(cut)
+    assert note.startswith("CUT SHORT by grpo.budget_s=420: 61 of 150 planned GRPO steps (89 not trained)")
+    assert "not these settings' result" in note
+    assert grpo._training_note({}) == "GRPO did not run"
+    # the defaults are steps; the budget is a safety net far above a quiet run's time
+    defaults = grpo.GrpoConfig().grpo
+    assert defaults.steps == 150 and defaults.budget_s is not None and defaults.budget_s >= 3000
 
 
 def test_bad_settings_name_the_fix(tmp_path: Path) -> None:

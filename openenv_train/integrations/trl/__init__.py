@@ -21,7 +21,7 @@ from ._rollout import PoolFactory, TrlRolloutFunc, default_task, make_rollout_fu
 from ._sft import traces_to_sft_dataset
 from ._tools import ToolSchemaError, make_tool_method
 from ._turn_credit import TurnCredit, TurnRewards, branch_advantages, turn_advantages, turn_credit
-from ._turn_rows import TrainedTurns, TurnRow, turn_rows
+from ._turn_rows import TrainedTurns, TurnRow, merge_turns, turn_batch, turn_rows
 
 __all__ = [
     "CREDITS",
@@ -48,5 +48,7 @@ __all__ = [
     "branch_advantages",
     "turn_advantages",
     "turn_credit",
+    "merge_turns",
+    "turn_batch",
     "turn_rows",
 ]

@@ -146,8 +146,12 @@ def grpo_trainer_class(base: type | None = None) -> type:
             if not turns:  # no model turn in the whole batch: its episode rows are all masked
                 return out
             vocab = self.model.get_output_embeddings().weight.size(0)
+            # identical turns (a seed's games repeat their states) train as one weighted row where the loss sums
+            # per-token terms over the batch and the rows are on policy (no overlapped rollouts): the same loss
+            merge = (self.loss_type in ("dapo", "bnpo") and not self.overlap and self.args.num_iterations == 1
+                     and self.args.steps_per_generation == 1)
             batch = turn_batch(turns, out["advantages"], pad_id=int(self._tokenizer.pad_token_id or 0), vocab=vocab,
-                               multiple=self.args.steps_per_generation)
+                               multiple=self.args.steps_per_generation, merge=merge)
             if self.use_sampling_logprobs or self.use_vllm:
                 batch["old_per_token_logps"] = batch["sampling_per_token_logps"]
             if self.use_vllm:  # the sampler's logprobs are the ratio's old policy already: TRL's own weights would

@@ -19,7 +19,7 @@ from ._allowed import AllowedTokens, allowed_mask
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TrainedTurns", "TurnRow", "turn_batch", "turn_rows"]
+__all__ = ["TrainedTurns", "TurnRow", "merge_turns", "turn_batch", "turn_rows"]
 
 
 @dataclass
@@ -71,13 +71,58 @@ def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = N
     return out
 
 
-def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: int, vocab: int,
-               multiple: int = 1) -> dict[str, Any]:
-    """The trainer's batch tensors for ``turns``: prompts left-padded, completions right-padded, each row with its
-    episode's advantage, ``sampling_per_token_logps`` and, where a turn was constrained, ``allowed_mask``. Masked
-    empty rows pad the row count to a multiple of ``multiple`` (the trainer splits a batch into that many)."""
+def merge_turns(turns: Sequence[TurnRow], advantages: torch.Tensor) -> tuple[list[TurnRow], torch.Tensor, list[int]]:
+    """``turns`` with the identical ones (the same prompt, completion, decoding constraint and, to 1e-4, sampling
+    logprobs) merged into one row: the merged rows, each one's advantage (the mean of its members' episode
+    advantages) and its weight (how many turns it stands for).
+
+    A loss that sums per-token terms over the batch (TRL's ``dapo`` and ``bnpo``) gets the same value and gradient
+    from a merged row weighted ``k`` as from its ``k`` turns while the importance ratio is inside the clip range (on
+    policy it is 1): the policy term is linear in the advantage, and the KL and entropy terms are the same for each
+    member. Games of one seed repeat their states (catch's first board is every game's), so a batch trains on far
+    fewer rows.
+
+    >>> import torch
+    >>> rows = [TurnRow(0, [1, 2], [3], [-0.5]), TurnRow(1, [1, 2], [3], [-0.5]), TurnRow(1, [1, 2], [4], [-0.9])]
+    >>> merged, adv, weights = merge_turns(rows, torch.tensor([1.0, -0.5]))
+    >>> [(t.completion_ids, w) for t, w in zip(merged, weights)], adv.tolist()
+    ([([3], 2), ([4], 1)], [0.25, -0.5])
+    """
     import torch
 
+    groups: dict[Any, int] = {}
+    first: list[TurnRow] = []
+    members: list[int] = []
+    for t in turns:
+        key = (tuple(t.prompt_ids), tuple(t.completion_ids), tuple(round(x, 4) for x in t.logprobs),
+               tuple((k, tuple(ids.tolist())) for k, ids in t.allowed))
+        if key not in groups:
+            groups[key] = len(first)
+            first.append(t)
+        members.append(groups[key])
+    index = torch.tensor(members, device=advantages.device, dtype=torch.long)
+    per_turn = advantages.index_select(0, torch.tensor([t.episode for t in turns], device=advantages.device,
+                                                       dtype=torch.long))
+    counts = torch.bincount(index, minlength=len(first))
+    summed = per_turn.new_zeros((len(first), *per_turn.shape[1:])).index_add_(0, index, per_turn)
+    shape = (-1, *([1] * (per_turn.dim() - 1)))
+    return first, summed / counts.to(per_turn.dtype).view(shape), counts.tolist()
+
+
+def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: int, vocab: int,
+               multiple: int = 1, merge: bool = False) -> dict[str, Any]:
+    """The trainer's batch tensors for ``turns``: prompts left-padded, completions right-padded, each row with its
+    episode's advantage, ``sampling_per_token_logps`` and, where a turn was constrained, ``allowed_mask``. Masked
+    empty rows pad the row count to a multiple of ``multiple`` (the trainer splits a batch into that many).
+
+    ``merge``: identical turns become one row (:func:`merge_turns`) whose weight rides on the loss mask TRL
+    multiplies in (``tool_mask``; the attention mask stays 0/1), and ``num_items_in_batch`` still counts every
+    turn's tokens: for a loss that sums per-token terms over the batch (``dapo``, ``bnpo``) only."""
+    import torch
+
+    weights: list[int] | None = None
+    if merge:
+        turns, advantages, weights = merge_turns(turns, advantages)
     device = advantages.device
     extra = (-len(turns)) % multiple
     prompt_len = max(len(t.prompt_ids) for t in turns)
@@ -95,13 +140,19 @@ def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: in
         completion_ids[r, :c] = torch.tensor(t.completion_ids)
         completion_mask[r, :c] = 1
         logps[r, :c] = torch.tensor(t.logprobs)
-    index = torch.tensor([t.episode for t in turns], device=device, dtype=torch.long)
-    adv = advantages.index_select(0, index)
+    if weights is None:
+        adv = advantages.index_select(0, torch.tensor([t.episode for t in turns], device=device, dtype=torch.long))
+    else:
+        adv = advantages
     adv = torch.cat([adv, adv.new_zeros((extra, *adv.shape[1:]))])
     out: dict[str, Any] = {"prompt_ids": prompt_ids.to(device), "prompt_mask": prompt_mask.to(device),
                            "completion_ids": completion_ids.to(device), "completion_mask": completion_mask.to(device),
                            "advantages": adv, "num_items_in_batch": completion_mask.sum().to(device),
                            "sampling_per_token_logps": logps.to(device)}
+    if weights is not None:
+        weight = torch.tensor(weights + [0] * extra, dtype=torch.float32).view(-1, 1) * completion_mask
+        out["tool_mask"] = weight.to(device)
+        out["num_items_in_batch"] = weight.sum().to(device)
     positions = [t.allowed for t in turns] + [[] for _ in range(extra)]
     if any(positions):
         out["allowed_mask"] = allowed_mask(positions, length, vocab, device)
