@@ -147,9 +147,10 @@ def grpo_trainer_class(base: type | None = None) -> type:
                 return out
             vocab = self.model.get_output_embeddings().weight.size(0)
             # identical turns (a seed's games repeat their states) train as one weighted row where the loss sums
-            # per-token terms over the batch and the rows are on policy (no overlapped rollouts): the same loss
-            merge = (self.loss_type in ("dapo", "bnpo") and not self.overlap and self.args.num_iterations == 1
-                     and self.args.steps_per_generation == 1)
+            # per-token terms over the batch, no token is picked by its entropy's rank among rows, and the rows
+            # are on policy (no overlapped rollouts, one optimiser step per batch): the same loss
+            merge = (self.loss_type in ("dapo", "bnpo") and self.top_entropy_quantile == 1.0 and not self.overlap
+                     and self.args.num_iterations == 1 and self.args.steps_per_generation == 1)
             batch = turn_batch(turns, out["advantages"], pad_id=int(self._tokenizer.pad_token_id or 0), vocab=vocab,
                                multiple=self.args.steps_per_generation, merge=merge)
             if self.use_sampling_logprobs or self.use_vllm:
