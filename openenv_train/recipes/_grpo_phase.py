@@ -21,7 +21,7 @@ from ._report import MetricsLog
 from ._rollout_setup import Games, check_games
 from ._training import cpu_settings, log_callback, quiet_trainer
 
-__all__ = ["GRPOSection", "MixTraining", "train_grpo"]
+__all__ = ["GRPOSection", "MixTraining", "train_grpo", "training_note"]
 
 console = Console()
 
@@ -225,13 +225,23 @@ def train_grpo(model: Any, tokenizer: Any, games: Games | Any, prompts: Sequence
     final = out / "checkpoints" / "final"
     trainer.save_model(str(final))
     tokenizer.save_pretrained(str(final))
-    steps = trainer.state.global_step
-    console.print(f"GRPO: {steps} of {g.steps} steps in {budget.elapsed:.0f}s this session"
-                  + (f" [yellow]cut short by grpo.budget_s={g.budget_s:g}: {g.steps - steps} planned steps were not "
-                     "trained, so the trained policy is not the one these settings give on a faster machine[/]"
-                     if budget.cut_short else ""))
-    return trainer.model, {"steps": steps, "planned_steps": g.steps, "seconds": round(budget.elapsed, 1),
-                           "budget_s": g.budget_s, "cut_short": budget.cut_short}
+    record = {"steps": trainer.state.global_step, "planned_steps": g.steps, "seconds": round(budget.elapsed, 1),
+              "budget_s": g.budget_s, "cut_short": budget.cut_short}
+    note = training_note(record)
+    console.print(f"GRPO (this session): [yellow]{note}[/]" if budget.cut_short else f"GRPO (this session): {note}")
+    return trainer.model, record
+
+
+def training_note(record: Mapping[str, Any]) -> str:
+    """What a GRPO phase did against what was planned (``record``: :func:`train_grpo`'s budget record); a run the
+    time budget cut says so and what it cost."""
+    steps = record["steps"]
+    planned = record.get("planned_steps", steps)
+    if record.get("cut_short"):
+        return (f"CUT SHORT by grpo.budget_s={record['budget_s']:g}: {steps} of {planned} planned GRPO steps "
+                f"({planned - steps} not trained), so the trained figures are not these settings' result; "
+                "rerun on a quieter machine or raise grpo.budget_s")
+    return f"{steps} of {planned} planned GRPO steps in {record['seconds']:g} s (the time budget did not cut it)"
 
 
 def _flush_on_save(writer: Any) -> Any:

@@ -42,7 +42,7 @@ from ..pool import PoolConfig
 from ._config import config_to_dict
 from ._entry import recipe_main
 from ._env_agent import HISTORIES, ActionAgent
-from ._grpo_phase import GRPOSection, MixTraining, train_grpo
+from ._grpo_phase import GRPOSection, MixTraining, train_grpo, training_note
 from ._mix import discover_tasks, held_out_prompts, mix_difference, mix_markdown, mix_name, parse_mix, train_prompts
 from ._recipe_run import RecipeRun
 from ._report import plot_training, write_summary
@@ -402,16 +402,8 @@ def _evaluate_mix(rec: RecipeRun, games: Games, model: Any, tokenizer: Any, cfg:
 
 
 def _training_note(budgets: dict[str, Any]) -> str:
-    """What GRPO did against what was planned; a run the time budget cut says so and what it cost."""
-    done = budgets.get("grpo")
-    if not done:
-        return "GRPO did not run"
-    planned = done.get("planned_steps", done["steps"])
-    if done.get("cut_short"):
-        return (f"CUT SHORT by grpo.budget_s={done['budget_s']:g}: {done['steps']} of {planned} planned GRPO steps "
-                f"({planned - done['steps']} not trained), so the trained figures are not these settings' result; "
-                "rerun on a quieter machine or raise grpo.budget_s")
-    return f"{done['steps']} of {planned} planned GRPO steps in {done['seconds']:g} s (the time budget did not cut it)"
+    """The summary's ``training`` line: the GRPO phase's :func:`training_note`, or that it did not run."""
+    return training_note(budgets["grpo"]) if budgets.get("grpo") else "GRPO did not run"
 
 
 def _mix_summary(rec: RecipeRun, cfg: GrpoConfig, envs: list[str], started: float) -> dict[str, Any]:

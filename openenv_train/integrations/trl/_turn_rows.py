@@ -72,9 +72,9 @@ def turn_rows(rows: Sequence[TraceRow], allowed_tokens: AllowedTokens | None = N
 
 
 def merge_turns(turns: Sequence[TurnRow], advantages: torch.Tensor) -> tuple[list[TurnRow], torch.Tensor, list[int]]:
-    """``turns`` with the identical ones (the same prompt, completion, decoding constraint and, to 1e-4, sampling
-    logprobs) merged into one row: the merged rows, each one's advantage (the mean of its members' episode
-    advantages) and its weight (how many turns it stands for).
+    """``turns`` (``advantages``: one per turn) with the identical ones (the same prompt, completion, decoding
+    constraint and, to 1e-4, sampling logprobs) merged into one row: the merged rows, each one's advantage (the mean
+    of its members') and its weight (how many turns it stands for).
 
     A loss that sums per-token terms over the batch (TRL's ``dapo`` and ``bnpo``) gets the same value and gradient
     from a merged row weighted ``k`` as from its ``k`` turns while the importance ratio is inside the clip range (on
@@ -84,7 +84,7 @@ def merge_turns(turns: Sequence[TurnRow], advantages: torch.Tensor) -> tuple[lis
 
     >>> import torch
     >>> rows = [TurnRow(0, [1, 2], [3], [-0.5]), TurnRow(1, [1, 2], [3], [-0.5]), TurnRow(1, [1, 2], [4], [-0.9])]
-    >>> merged, adv, weights = merge_turns(rows, torch.tensor([1.0, -0.5]))
+    >>> merged, adv, weights = merge_turns(rows, torch.tensor([1.0, -0.5, -0.5]))
     >>> [(t.completion_ids, w) for t, w in zip(merged, weights)], adv.tolist()
     ([([3], 2), ([4], 1)], [0.25, -0.5])
     """
@@ -101,12 +101,10 @@ def merge_turns(turns: Sequence[TurnRow], advantages: torch.Tensor) -> tuple[lis
             first.append(t)
         members.append(groups[key])
     index = torch.tensor(members, device=advantages.device, dtype=torch.long)
-    per_turn = advantages.index_select(0, torch.tensor([t.episode for t in turns], device=advantages.device,
-                                                       dtype=torch.long))
     counts = torch.bincount(index, minlength=len(first))
-    summed = per_turn.new_zeros((len(first), *per_turn.shape[1:])).index_add_(0, index, per_turn)
-    shape = (-1, *([1] * (per_turn.dim() - 1)))
-    return first, summed / counts.to(per_turn.dtype).view(shape), counts.tolist()
+    summed = advantages.new_zeros((len(first), *advantages.shape[1:])).index_add_(0, index, advantages)
+    shape = (-1, *([1] * (advantages.dim() - 1)))
+    return first, summed / counts.to(advantages.dtype).view(shape), counts.tolist()
 
 
 def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: int, vocab: int,
@@ -120,10 +118,11 @@ def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: in
     turn's tokens: for a loss that sums per-token terms over the batch (``dapo``, ``bnpo``) only."""
     import torch
 
+    device = advantages.device
+    adv = advantages.index_select(0, torch.tensor([t.episode for t in turns], device=device, dtype=torch.long))
     weights: list[int] | None = None
     if merge:
-        turns, advantages, weights = merge_turns(turns, advantages)
-    device = advantages.device
+        turns, adv, weights = merge_turns(turns, adv)
     extra = (-len(turns)) % multiple
     prompt_len = max(len(t.prompt_ids) for t in turns)
     length = max(len(t.completion_ids) for t in turns)
@@ -140,10 +139,6 @@ def turn_batch(turns: Sequence[TurnRow], advantages: torch.Tensor, *, pad_id: in
         completion_ids[r, :c] = torch.tensor(t.completion_ids)
         completion_mask[r, :c] = 1
         logps[r, :c] = torch.tensor(t.logprobs)
-    if weights is None:
-        adv = advantages.index_select(0, torch.tensor([t.episode for t in turns], device=device, dtype=torch.long))
-    else:
-        adv = advantages
     adv = torch.cat([adv, adv.new_zeros((extra, *adv.shape[1:]))])
     out: dict[str, Any] = {"prompt_ids": prompt_ids.to(device), "prompt_mask": prompt_mask.to(device),
                            "completion_ids": completion_ids.to(device), "completion_mask": completion_mask.to(device),
