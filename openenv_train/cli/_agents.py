@@ -19,11 +19,15 @@ app.add_typer(agents_app, name="agents")
 def install(
     names: Annotated[list[str], typer.Argument(help="Agents to install, or `all`.")],
     force: Annotated[bool, typer.Option(help="Reinstall even when the pinned version is there.")] = False,
+    jobs: Annotated[int, typer.Option(min=1, help="Installs run at once (each an npm or pip process, mostly waiting "
+                                                  "on downloads).")] = 6,
 ) -> None:
     """Install agents' pinned packages (npm or pip) into the agent cache ($OPENENV_TRAIN_AGENTS_DIR)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from ..harbor import AGENT_SPECS, HarborError, agents_dir, install_agent
 
-    wanted = list(AGENT_SPECS) if names == ["all"] else names
+    wanted = list(dict.fromkeys(AGENT_SPECS if names == ["all"] else names))
     unknown = [name for name in wanted if name not in AGENT_SPECS]
     if unknown:
         raise fail(f"no agent {', '.join(map(repr, unknown))}; the agents are: {', '.join(AGENT_SPECS)} (or all)",
@@ -32,12 +36,19 @@ def install(
     for name in wanted:
         spec = AGENT_SPECS[name]
         console.print(f"installing {spec.pinned} ({spec.installer}) ...", highlight=False)
-        try:
-            folder = install_agent(name, force=force)
-        except HarborError as exc:
-            raise fail(str(exc)) from None
-        console.print(f"  {name}: {folder}", highlight=False)
+    failed: list[str] = []
+    # one install failing does not stop the others: what did install stays installed, and every failure is named
+    with ThreadPoolExecutor(min(jobs, len(wanted))) as pool:
+        futures = {pool.submit(install_agent, name, force=force): name for name in wanted}
+        for future in as_completed(futures):
+            name = futures[future]
+            try:
+                console.print(f"  {name}: {future.result()}", highlight=False)
+            except HarborError as exc:
+                failed.append(f"{name}: {exc}")
     console.print(f"agent cache: {agents_dir()}", highlight=False)
+    if failed:
+        raise fail("; ".join(failed))
 
 
 @agents_app.command("list")
