@@ -22,6 +22,7 @@ import yaml
 
 from openenv_train.envs.wordle import valid_guesses
 from openenv_train.launch import LocalProcessProvider
+from openenv_train.recipes import eval as eval_recipe
 from openenv_train.recipes.wordle import GrpoWordleConfig, WordleEvalSection, WordleGRPOSection
 from openenv_train.trace import beam_decoded, read_traces
 
@@ -164,20 +165,16 @@ def test_recipe_killed_during_grpo_resumes_and_writes_every_output(tmp_path: Pat
     config = (run / "config.yaml").read_text()
     assert "num_generations: 2" in config
 
-    # recipes.eval on the final checkpoint replays the summary's final evaluation: same secrets, same decoding
-    done = subprocess.run([sys.executable, "-m", "openenv_train.recipes.eval", f"model={run / 'checkpoints' / 'final'}",
-                           "env=wordle", "episodes=8", f"output_dir={tmp_path}", "name=replay", "show_progress=false",
-                           "num_actors=1"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # recipes.eval (in this process) on the final checkpoint replays the summary's final evaluation: same secrets,
+    # same decoding
+    common = [f"model={run / 'checkpoints' / 'final'}", "env=wordle", "episodes=8", f"output_dir={tmp_path}",
+              "show_progress=false", "num_actors=1"]
+    assert eval_recipe.main([*common, "name=replay"]) == 0
     replay = json.loads((tmp_path / "replay" / "summary.json").read_text())["phases"]["eval"]
     for name in ("win", "reward", "guesses", "invalid_rate"):
         assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo"][name]["mean"]), name
     # and with beam_width=16, the beam evaluation's
-    done = subprocess.run([sys.executable, "-m", "openenv_train.recipes.eval", f"model={run / 'checkpoints' / 'final'}",
-                           "env=wordle", "episodes=8", f"output_dir={tmp_path}", "name=beam", "show_progress=false",
-                           "num_actors=1", "beam_width=16"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
-                          timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert eval_recipe.main([*common, "name=beam", "beam_width=16"]) == 0
     replay = json.loads((tmp_path / "beam" / "summary.json").read_text())["phases"]["eval"]
     for name in ("win", "reward", "guesses", "invalid_rate"):
         assert replay[name]["mean"] == pytest.approx(summary["phases"]["grpo_beam"][name]["mean"]), name

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from openenv_train.recipes import eval as eval_recipe
 from openenv_train.trace import TraceWriter, read_traces
 from tests.trace._rows import make_row
 
@@ -40,10 +41,10 @@ def test_sft_from_traces_then_eval_the_checkpoint(tmp_path: Path) -> None:
     assert any(not a.equal(b) for a, b in zip(trained.parameters(), init.parameters(), strict=True))
     assert summary["first_loss"] is not None and summary["last_loss"] < summary["first_loss"]
 
-    # the checkpoint on Wordle (the recipe's chat and held-out secrets) and on a typed env (JSON actions)
-    done = _recipe("eval", f"model={checkpoint}", "env=wordle", "episodes=3", f"output_dir={tmp_path}",
-                   "name=eval-wordle", "show_progress=false", cwd=tmp_path)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # the checkpoint on Wordle (the recipe's chat and held-out secrets) and on a typed env (JSON actions), in this
+    # process (the module's command line is the test below's)
+    assert eval_recipe.main([f"model={checkpoint}", "env=wordle", "episodes=3", f"output_dir={tmp_path}",
+                             "name=eval-wordle", "show_progress=false"]) == 0
     summary = json.loads((tmp_path / "eval-wordle" / "summary.json").read_text())
     metrics = summary["phases"]["eval"]
     assert summary["agent"] == "wordle" and metrics["reward"]["n"] == 3 and "invalid_rate" in metrics
@@ -51,9 +52,8 @@ def test_sft_from_traces_then_eval_the_checkpoint(tmp_path: Path) -> None:
     assert len(rows) == 3 and all(r.trace.turns for r in rows)
     assert all(t.metadata["sampling_used"]["temperature"] == 0.0 for r in rows for t in r.trace.turns)
 
-    done = _recipe("eval", f"model={checkpoint}", "env=counter", "episodes=2", "max_turns=2",
-                   f"output_dir={tmp_path}", "name=eval-counter", "show_progress=false", cwd=tmp_path)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
+    assert eval_recipe.main([f"model={checkpoint}", "env=counter", "episodes=2", "max_turns=2",
+                             f"output_dir={tmp_path}", "name=eval-counter", "show_progress=false"]) in (0, 1)
     summary = json.loads((tmp_path / "eval-counter" / "summary.json").read_text())
     assert summary["agent"] == "text" and summary["phases"]["eval"]["reward"]["n"] == 2
 
